@@ -1,0 +1,129 @@
+#!/bin/bash
+# mkcerts.sh OUTDIR [-f]
+#
+# Generate the test PKI for tlsh with GnuTLS's certtool (package gnutls-bin).
+# All keys are ECDSA P-256 (fast).  Idempotent: when OUTDIR already holds a
+# complete set (stamp file OUTDIR/.complete) nothing is done; -f regenerates.
+# A partial set is always regenerated from scratch.
+#
+# Files written to OUTDIR (all PEM):
+#   ca.pem               test CA certificate ("tlsh test CA")
+#   ca-key.pem           its key
+#   other-ca.pem         a second, untrusted CA ("tlsh other CA")
+#   other-ca-key.pem     its key
+#   server.pem           good server cert: DNS server.test, IP 192.0.2.1,
+#                        IP 2001:db8::1; signed by ca.pem
+#   server-key.pem
+#   server-expired.pem   as server.pem but valid 2001-01-01..2002-01-01
+#   server-expired-key.pem
+#   server-wrongname.pem DNS wrong.test only; signed by ca.pem
+#   server-wrongname-key.pem
+#   server-untrusted.pem as server.pem but signed by other-ca.pem
+#   server-untrusted-key.pem
+#   client.pem           client cert CN=tlsh-client, signed by ca.pem
+#   client-key.pem
+#   client-other.pem     client cert CN=tlsh-client-other, signed by
+#                        other-ca.pem (must be rejected by an mTLS server
+#                        trusting ca.pem)
+#   client-other-key.pem
+#   psk.txt              one line "tlsh-test:<64 hex digits>" (32-byte key),
+#                        the format of gnutls psktool / --pskfile
+#   psk.id               the identity alone ("tlsh-test")
+#   psk.key              the hex key alone
+set -euo pipefail
+
+usage() { echo "usage: $0 OUTDIR [-f]" >&2; exit 2; }
+if [ $# -lt 1 ] || [ $# -gt 2 ]; then usage; fi
+out=$1
+force=0
+if [ $# -eq 2 ]; then
+	[ "$2" = "-f" ] || usage
+	force=1
+fi
+command -v certtool >/dev/null || {
+	echo "mkcerts: certtool not found (install gnutls-bin)" >&2
+	exit 1
+}
+
+FILES=(ca.pem ca-key.pem other-ca.pem other-ca-key.pem
+	server.pem server-key.pem server-expired.pem server-expired-key.pem
+	server-wrongname.pem server-wrongname-key.pem
+	server-untrusted.pem server-untrusted-key.pem
+	client.pem client-key.pem client-other.pem client-other-key.pem
+	psk.txt psk.id psk.key)
+
+mkdir -p "$out"
+if [ $force -eq 0 ] && [ -e "$out/.complete" ]; then
+	ok=1
+	for f in "${FILES[@]}"; do [ -s "$out/$f" ] || ok=0; done
+	[ $ok -eq 1 ] && exit 0
+fi
+
+tmp=$(mktemp -d "$out/.mkcerts.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+
+key() { certtool --generate-privkey --key-type=ecdsa --curve=secp256r1 \
+	--no-text --outfile "$1" 2>/dev/null; }
+
+# ca NAME CN
+ca() {
+	key "$1-key.pem"
+	cat >"$1.tmpl" <<T
+cn = "$2"
+organization = "tlsh tests"
+ca
+cert_signing_key
+crl_signing_key
+activation_date = "$since"
+expiration_days = 3650
+T
+	certtool --generate-self-signed --load-privkey "$1-key.pem" \
+		--template "$1.tmpl" --no-text --outfile "$1.pem" 2>/dev/null
+}
+
+# leaf NAME CA TEMPLATE-LINES...
+leaf() {
+	local name=$1 signer=$2
+	shift 2
+	key "$name-key.pem"
+	printf '%s\n' "$@" >"$name.tmpl"
+	certtool --generate-certificate --load-privkey "$name-key.pem" \
+		--load-ca-certificate "$signer.pem" \
+		--load-ca-privkey "$signer-key.pem" \
+		--template "$name.tmpl" --no-text --outfile "$name.pem" 2>/dev/null
+}
+
+# Valid from a day ago, so a guest clock slightly behind the host's does
+# not see "not yet valid" certificates.
+since=$(date -u -d '-1 day' '+%Y-%m-%d %H:%M:%S')
+VALID=("activation_date = \"$since\"" 'expiration_days = 3650')
+SRV=('cn = "server.test"' 'organization = "tlsh tests"'
+	'dns_name = "server.test"' 'ip_address = "192.0.2.1"'
+	'ip_address = "2001:db8::1"' 'tls_www_server' 'signing_key')
+
+ca ca "tlsh test CA"
+ca other-ca "tlsh other CA"
+leaf server ca "${SRV[@]}" "${VALID[@]}"
+leaf server-expired ca "${SRV[@]}" \
+	'activation_date = "2001-01-01 00:00:00"' \
+	'expiration_date = "2002-01-01 00:00:00"'
+leaf server-wrongname ca 'cn = "wrong.test"' 'organization = "tlsh tests"' \
+	'dns_name = "wrong.test"' 'tls_www_server' 'signing_key' \
+	"${VALID[@]}"
+leaf server-untrusted other-ca "${SRV[@]}" "${VALID[@]}"
+leaf client ca 'cn = "tlsh-client"' 'organization = "tlsh tests"' \
+	'tls_www_client' 'signing_key' "${VALID[@]}"
+leaf client-other other-ca 'cn = "tlsh-client-other"' \
+	'organization = "tlsh tests"' 'tls_www_client' 'signing_key' \
+	"${VALID[@]}"
+
+hex=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
+[ ${#hex} -eq 64 ] || { echo "mkcerts: cannot read /dev/urandom" >&2; exit 1; }
+echo "tlsh-test:$hex" >psk.txt
+echo "tlsh-test" >psk.id
+echo "$hex" >psk.key
+
+chmod 600 ./*-key.pem psk.txt psk.key
+for f in "${FILES[@]}"; do mv -f "$f" "$out/$f"; done
+touch "$out/.complete"
