@@ -1,0 +1,78 @@
+# tlsh: NFS over TLS with an on-demand handshake agent.
+#
+#   make check    host unit tests + the guest suite (TAP; the README's test command)
+#   make demo     boot the guest and show the main job end to end
+#
+# Other targets: deps kernel helper initramfs shell bench install clean
+
+SHELL := /bin/bash
+TOP := $(CURDIR)
+B := $(TOP)/build
+BZIMAGE := $(B)/kbuild/arch/x86/boot/bzImage
+KSRC := $(B)/linux
+KOBJ := $(B)/kbuild
+DEPS_OK := $(shell $(TOP)/tests/deps.sh --check 2>/dev/null && echo yes)
+
+.PHONY: all deps kernel helper front kmod certs initramfs check check-host \
+	check-guest demo shell bench install clean distclean checkpatch
+
+all: kernel helper initramfs
+
+deps:
+	$(TOP)/tests/deps.sh
+
+# Every other target depends on this: installs what is missing.
+ensure-deps:
+ifneq ($(DEPS_OK),yes)
+	$(TOP)/tests/deps.sh
+endif
+
+kernel: ensure-deps
+	$(TOP)/tests/build-kernel.sh
+
+helper: ensure-deps
+	@if [ -f handshake-helper/Makefile ]; then $(MAKE) -C handshake-helper; fi
+
+front: ensure-deps
+	@if [ -f tests/tls-front/Makefile ]; then $(MAKE) -C tests/tls-front; fi
+
+# Out-of-tree test modules (tests/kmod), loaded only in the guest.
+kmod: kernel
+	@if [ -f tests/kmod/Makefile ]; then \
+		$(MAKE) -C $(KSRC) O=$(KOBJ) M=$(TOP)/tests/kmod modules >/dev/null && \
+		mkdir -p $(B)/kmod && cp tests/kmod/*.ko $(B)/kmod/; fi
+
+certs: ensure-deps
+	@if [ -x tests/certs/mkcerts.sh ]; then tests/certs/mkcerts.sh $(B)/certs >/dev/null; fi
+
+initramfs: ensure-deps helper front certs
+	$(TOP)/tests/mkinitramfs.sh
+
+check: ensure-deps
+	$(TOP)/tests/check.sh
+
+check-host: ensure-deps
+	$(TOP)/tests/check.sh --host-only
+
+demo: kernel kmod initramfs
+	$(TOP)/tests/vm-run --timeout 300 $(TOP)/tests/demo.sh
+
+shell: kernel kmod initramfs
+	$(TOP)/tests/vm-run --shell
+
+bench: kernel kmod initramfs
+	@if [ -x tests/bench/run.sh ]; then tests/bench/run.sh; else echo "bench: not written yet"; fi
+
+checkpatch: kernel
+	$(TOP)/tests/checkpatch.sh
+
+install: helper
+	$(MAKE) -C handshake-helper install DESTDIR=$(DESTDIR)
+
+clean:
+	-$(MAKE) -C handshake-helper clean 2>/dev/null
+	-$(MAKE) -C tests/tls-front clean 2>/dev/null
+	rm -rf $(B)/initramfs $(B)/initramfs.cpio $(B)/kmod $(B)/stage
+
+distclean: clean
+	rm -rf $(B)

@@ -1,0 +1,143 @@
+#!/bin/bash
+# Build the patched kernel for the bench.
+#
+#   build/linux-source-6.1/  pristine tree from Debian's linux-source-6.1
+#   build/linux/             the patched tree (hard-linked to the pristine
+#                            one; a file a patch changes is replaced, never
+#                            written through)
+#   build/kbuild/            objects (make O=...)
+#
+# The series is applied to copies of just the files it touches, and only
+# files whose content differs from the tree are replaced, so editing one
+# patch rebuilds only what that patch touches.
+#
+# Usage: tests/build-kernel.sh [flavor]   (flavor: "" or "debug")
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+B=${TLSH_BUILD:-$top/build}
+flavor=${1:-}
+tarball=/usr/src/linux-source-6.1.tar.xz
+pristine=$B/linux-source-6.1
+src=$B/linux
+obj=$B/kbuild${flavor:+-$flavor}
+stage=$B/stage
+jobs=${JOBS:-$(nproc)}
+
+log() { echo "kernel: $*"; }
+die() { echo "kernel: error: $*" >&2; exit 1; }
+
+mkdir -p "$B"
+
+# 1. pristine tree
+if [ ! -f "$pristine/.tlsh-pristine" ]; then
+	[ -f "$tarball" ] || die "$tarball missing (run: make deps)"
+	log "extracting $tarball"
+	rm -rf "$pristine"
+	tar -xf "$tarball" -C "$B"
+	touch "$pristine/.tlsh-pristine"
+fi
+
+# 2. working tree, hard-linked
+if [ ! -f "$src/.tlsh-tree" ]; then
+	log "creating $src"
+	rm -rf "$src"
+	cp -al "$pristine" "$src"
+	rm -f "$src/.tlsh-pristine"
+	touch "$src/.tlsh-tree"
+	: > "$src/.tlsh-applied"
+fi
+
+# 3. the series
+series=$top/patches/series
+patches=()
+if [ -f "$series" ]; then
+	while read -r p _; do
+		case "$p" in ''|'#'*) continue ;; esac
+		[ -f "$top/patches/$p" ] || die "series names patches/$p, which does not exist"
+		patches+=("$top/patches/$p")
+	done < "$series"
+fi
+
+files_of() {
+	# files a patch creates, changes or deletes (both sides of renames)
+	sed -n -e 's|^--- a/\([^\t ]*\).*|\1|p' -e 's|^+++ b/\([^\t ]*\).*|\1|p' "$@" |
+		sort -u
+}
+
+rm -rf "$stage"
+mkdir -p "$stage"
+{
+	cat "$src/.tlsh-applied"
+	[ ${#patches[@]} -eq 0 ] || files_of "${patches[@]}"
+} | sort -u > "$stage/.files"
+
+while read -r f; do
+	if [ -e "$pristine/$f" ]; then
+		mkdir -p "$stage/$(dirname "$f")"
+		cp "$pristine/$f" "$stage/$f"
+	fi
+done < "$stage/.files"
+
+for p in "${patches[@]}"; do
+	if ! out=$(patch -d "$stage" -p1 -F0 --batch --forward --no-backup-if-mismatch < "$p" 2>&1); then
+		echo "$out" >&2
+		die "patch $(basename "$p") does not apply"
+	fi
+done
+
+changed=0
+while read -r f; do
+	if [ -e "$stage/$f" ]; then
+		if ! cmp -s "$stage/$f" "$src/$f"; then
+			mkdir -p "$src/$(dirname "$f")"
+			cp --remove-destination "$stage/$f" "$src/$f"
+			changed=$((changed + 1))
+		fi
+	elif [ -e "$src/$f" ] || [ -L "$src/$f" ]; then
+		rm -f "$src/$f"
+		changed=$((changed + 1))
+	fi
+done < "$stage/.files"
+[ ${#patches[@]} -eq 0 ] || files_of "${patches[@]}" > "$src/.tlsh-applied"
+[ ${#patches[@]} -ne 0 ] || : > "$src/.tlsh-applied"
+log "${#patches[@]} patches applied, $changed files updated"
+
+# 4. configuration: allnoconfig + the committed fragment(s)
+frags=("$top/tests/kconfig/tlsh.config")
+[ -z "$flavor" ] || frags+=("$top/tests/kconfig/$flavor.config")
+mkdir -p "$obj"
+want=$(cat "${frags[@]}" | sha256sum | cut -d' ' -f1)
+have=$(cat "$obj/.tlsh-config" 2>/dev/null || true)
+kconfigs=$(cd "$src" && find . -name 'Kconfig*' -newer "$obj/.config" 2>/dev/null | head -1 || true)
+if [ "$want" != "$have" ] || [ ! -f "$obj/.config" ] || [ -n "$kconfigs" ]; then
+	log "configuring ($(basename -a "${frags[@]}" | tr '\n' ' '))"
+	make -s -C "$src" O="$obj" allnoconfig >/dev/null
+	"$src/scripts/kconfig/merge_config.sh" -m -O "$obj" "$obj/.config" "${frags[@]}" >/dev/null
+	make -s -C "$src" O="$obj" olddefconfig >/dev/null
+	bad=0
+	while IFS= read -r line; do
+		k=${line%%=*}; v=${line#*=}
+		got=$(sed -n "s/^$k=//p" "$obj/.config")
+		if [ "$v" = n ]; then
+			[ -z "$got" ] && continue
+		elif [ "$got" = "$v" ]; then
+			continue
+		fi
+		echo "kernel: config: $k=$v requested, got '${got:-not set}'" >&2
+		bad=1
+	done < <(cat "${frags[@]}" | grep -E '^CONFIG_[A-Za-z0-9_]+=')
+	[ $bad -eq 0 ] || die "the config fragment did not take effect (see above)"
+	echo "$want" > "$obj/.tlsh-config"
+fi
+
+# 5. build
+cc=gcc
+if command -v ccache >/dev/null && [ "${TLSH_CCACHE:-1}" = 1 ]; then
+	cc="ccache gcc"
+	export CCACHE_BASEDIR=$B CCACHE_NOHASHDIR=1
+fi
+log "building bzImage with $jobs jobs"
+start=$(date +%s)
+make -s -C "$src" O="$obj" CC="$cc" -j"$jobs" bzImage modules
+log "built $obj/arch/x86/boot/bzImage in $(( $(date +%s) - start )) s"

@@ -1,0 +1,135 @@
+#!/bin/bash
+# make check: host-side tests, then the guest suite in QEMU.
+# Prints TAP ("ok N - name" / "not ok N - name") and ends with the line
+# "N passed, N failed, N skipped". Exit status 0 only if nothing failed.
+#
+#   tests/check.sh [--host-only] [--guest-only] [CASE...]
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+B=${TLSH_BUILD:-$top/build}
+mkdir -p "$B/logs"
+host=1
+guest=1
+cases=()
+for a in "$@"; do
+	case "$a" in
+	--host-only) guest=0 ;;
+	--guest-only) host=0 ;;
+	*) cases+=("$a") ;;
+	esac
+done
+
+n=0 pass=0 fail=0 skipped=0
+tap() {
+	# tap STATUS(ok|not ok) DESCRIPTION
+	n=$((n + 1))
+	case "$1" in
+	ok)
+		case "$2" in
+		*"# SKIP"*) skipped=$((skipped + 1)) ;;
+		*) pass=$((pass + 1)) ;;
+		esac
+		echo "ok $n - $2" ;;
+	*)
+		fail=$((fail + 1))
+		echo "not ok $n - $2" ;;
+	esac
+}
+
+# relay PREFIX LOG: renumber the TAP lines found in LOG
+relay() {
+	local prefix=$1 log=$2 line
+	while IFS= read -r line; do
+		line=${line%$'\r'}
+		if [[ $line =~ ^ok([[:space:]]+[0-9]+)?([[:space:]]+-)?[[:space:]]*(.*)$ ]]; then
+			tap ok "$prefix${BASH_REMATCH[3]}"
+		elif [[ $line =~ ^not\ ok([[:space:]]+[0-9]+)?([[:space:]]+-)?[[:space:]]*(.*)$ ]]; then
+			tap "not ok" "$prefix${BASH_REMATCH[3]}"
+		fi
+	done < "$log"
+}
+
+# step NAME LOG COMMAND...: run COMMAND, log its output, one TAP line
+step() {
+	local name=$1 log=$2
+	shift 2
+	local t0=$SECONDS
+	if "$@" > "$log" 2>&1; then
+		tap ok "$name ($((SECONDS - t0)) s)"
+		return 0
+	fi
+	tap "not ok" "$name (see $log)"
+	tail -n 20 "$log" | sed 's/^/# /'
+	return 1
+}
+
+if [ $host -eq 1 ]; then
+	for t in "$top"/tests/unit/*.sh; do
+		[ -x "$t" ] || continue
+		name=$(basename "$t" .sh)
+		log=$B/logs/unit-$name.log
+		if ! "$t" > "$log" 2>&1; then
+			grep -qE '^not ok' "$log" || tap "not ok" "host $name exited non-zero (see $log)"
+		fi
+		relay "host $name: " "$log"
+	done
+	if ls "$top"/patches/*.patch >/dev/null 2>&1; then
+		log=$B/logs/checkpatch.log
+		"$top/tests/checkpatch.sh" > "$log" 2>&1
+		relay "" "$log"
+	fi
+fi
+
+if [ $guest -eq 1 ]; then
+	ok=1
+	step "kernel builds with patches/series" "$B/logs/kernel.log" make -C "$top" kernel || ok=0
+	if [ $ok -eq 1 ]; then
+		step "test modules build" "$B/logs/kmod.log" make -C "$top" kmod || ok=0
+	fi
+	step "initramfs builds" "$B/logs/initramfs.log" make -C "$top" initramfs || ok=0
+	if [ $ok -eq 1 ]; then
+		[ ${#cases[@]} -gt 0 ] || cases=("$top"/tests/cases/*.sh)
+		log=$B/logs/guest.log
+		t0=$SECONDS
+		"$top/tests/vm-run" "${cases[@]}" > "$log" 2>&1
+		rc=$?
+		relay "guest " "$log"
+		while read -r name r; do
+			if [ "$r" = 0 ]; then
+				tap ok "guest case ${name#[0-9][0-9][0-9]-} exited 0"
+			else
+				tap "not ok" "guest case ${name#[0-9][0-9][0-9]-} exited $r"
+			fi
+		done < <(sed -n 's/.*TLSH-SCRIPT-END \([^ ]*\) rc=\([0-9]*\).*/\1 \2/p' "$log" | tr -d '\r')
+		if grep -q "TLSH-KERNEL-REPORT" "$log"; then
+			tap "not ok" "guest: kernel reported a warning/oops (see $log)"
+		else
+			tap ok "guest: no kernel warning, oops, lockdep or hung task report"
+		fi
+		if [ $rc -eq 0 ]; then
+			tap ok "guest suite finished cleanly ($((SECONDS - t0)) s)"
+		else
+			tap "not ok" "guest suite: vm-run exited $rc (see $log)"
+			grep -E "^vm: " "$log" | sed 's/^/# /'
+		fi
+
+		# the bench tests itself: a failing and a hanging script
+		log=$B/logs/selftest.log
+		"$top/tests/vm-run" "$top/tests/selftest/exit1.sh" "$top/tests/selftest/hang.sh" > "$log" 2>&1
+		rc=$?
+		if [ $rc -ne 0 ] && grep -q "TLSH-SCRIPT-END [0-9]*-exit1.sh rc=1" "$log"; then
+			tap ok "vm-run: a script exiting 1 makes vm-run exit non-zero ($rc)"
+		else
+			tap "not ok" "vm-run: a script exiting 1 makes vm-run exit non-zero (rc=$rc, see $log)"
+		fi
+		if grep -q "TLSH-SCRIPT-TIMEOUT [0-9]*-hang.sh" "$log"; then
+			tap ok "vm-run: a hanging script is killed and reported"
+		else
+			tap "not ok" "vm-run: a hanging script is killed and reported (see $log)"
+		fi
+	fi
+fi
+
+echo "$pass passed, $fail failed, $skipped skipped"
+[ $fail -eq 0 ]

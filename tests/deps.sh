@@ -1,0 +1,41 @@
+#!/bin/bash
+# Install (or, with --check, only verify) the Debian packages the project
+# needs. Called by "make deps"; the other targets run it with --check and
+# fall back to installing when something is missing.
+set -euo pipefail
+
+PKGS=(
+	# kernel source and build tools
+	linux-source-6.1 build-essential bc bison flex libelf-dev libssl-dev
+	dwarves cpio kmod rsync xz-utils python3 perl ccache
+	# the bench
+	qemu-system-x86 expect busybox-static iproute2 tcpdump util-linux
+	bash procps
+	# keys, TLS, NFS
+	keyutils libkeyutils-dev libgnutls28-dev gnutls-bin pkg-config
+	nfs-common nfs-kernel-server rpcbind
+	# code checks
+	cppcheck
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+	dpkg-query -W -f='${db:Status-Status}\n' "$p" 2>/dev/null | grep -qx installed ||
+		missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+	exit 0
+fi
+if [ "${1:-}" = "--check" ]; then
+	echo "deps: missing packages: ${missing[*]}" >&2
+	exit 1
+fi
+if [ "$(id -u)" -ne 0 ]; then
+	echo "deps: need root to install: ${missing[*]}" >&2
+	exit 1
+fi
+echo "deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,66 @@
+# Topology of the guest (sourced by /init):
+#
+#   namespace S (server)                 namespaces C1, C2 (clients)
+#   br0 192.0.2.1/24 2001:db8::1/64      eth0 192.0.2.11 / 2001:db8::11 (C1)
+#    +-- s1 <-- veth --> eth0 (C1)       eth0 192.0.2.12 / 2001:db8::12 (C2)
+#    +-- s2 <-- veth --> eth0 (C2)
+#   lo 127.0.0.1
+#
+# /etc/hosts: server.test -> 192.0.2.1, 2001:db8::1.
+# knfsd (v3, v4.0, v4.1, v4.2) in S exports the tmpfs /srv/export;
+# rpcbind and rpc.mountd run in S.
+
+topology_up() {
+	set -e
+	ip link set lo up
+	ip netns add S
+	ip netns add C1
+	ip netns add C2
+	ip -n S link set lo up
+	ip -n S link add br0 type bridge
+	ip -n S addr add 192.0.2.1/24 dev br0
+	ip -n S addr add 2001:db8::1/64 dev br0 nodad
+	ip -n S link set br0 up
+	local c n
+	n=1
+	for c in C1 C2; do
+		ip link add s$n type veth peer name eth0 netns $c
+		ip link set s$n netns S
+		ip -n S link set s$n master br0
+		ip -n S link set s$n up
+		ip -n $c link set lo up
+		ip -n $c addr add 192.0.2.1$n/24 dev eth0
+		ip -n $c addr add 2001:db8::1$n/64 dev eth0 nodad
+		ip -n $c link set eth0 up
+		n=$((n + 1))
+	done
+	# bridges need a moment before forwarding
+	wait_for 10 ip netns exec C1 ping -c1 -W1 192.0.2.1 >/dev/null
+	wait_for 10 ip netns exec C2 ping -c1 -W1 192.0.2.1 >/dev/null
+	wait_for 10 ip netns exec C1 ping -c1 -W1 2001:db8::1 >/dev/null
+	set +e
+}
+
+# Everything the server side runs lives in one long-lived mount namespace
+# entered with "ip netns exec S", so the nfsd filesystem mounted there is the
+# one of namespace S.
+server_up() {
+	set -e
+	mkdir -p /srv/export /var/lib/nfs/v4recovery /var/lib/nfs/sm /run/rpcbind
+	mount -t tmpfs -o size=1g,mode=0777 export /srv/export
+	: > /var/lib/nfs/etab
+	: > /var/lib/nfs/rmtab
+	ip netns exec S /tlsh/guest/server-start
+	set +e
+}
+
+cleanup_between_scripts() {
+	local m
+	# unmount whatever NFS a script left behind (in the root namespace
+	# view, all mounts made by "ip netns exec" are private to it)
+	for m in $(awk '$3 ~ /^nfs/ {print $2}' /proc/mounts | sort -r); do
+		umount -f -l "$m" 2>/dev/null
+	done
+	pkill -x tlsh-helper 2>/dev/null
+	true
+}

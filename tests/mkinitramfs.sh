@@ -1,0 +1,154 @@
+#!/bin/bash
+# Make the guest's root file system from this machine's installed programs
+# and their shared libraries, plus the project's own programs and the guest
+# scripts. Output: build/initramfs.cpio (uncompressed newc; the kernel
+# unpacks it faster than a compressed one under TCG).
+#
+# The project's request-key.d file is installed as a user would install it:
+# /etc/request-key.d/tlsh.conf, and the helper as /usr/sbin/tlsh-helper.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+B=${TLSH_BUILD:-$top/build}
+root=$B/initramfs
+out=$B/initramfs.cpio
+
+die() { echo "initramfs: error: $*" >&2; exit 1; }
+
+rm -rf "$root"
+mkdir -p "$root"/{usr/bin,usr/sbin,usr/lib,usr/lib64,etc,proc,sys,dev,tmp,run,root,srv,var/lib/nfs,mnt}
+ln -s usr/bin "$root/bin"
+ln -s usr/sbin "$root/sbin"
+ln -s usr/lib "$root/lib"
+ln -s usr/lib64 "$root/lib64"
+
+# copy_file PATH: copy PATH (following symlinks, keeping the link names) to
+# the same place in the initramfs.
+copy_file() {
+	local f=$1 dst
+	[ -e "$f" ] || die "$f missing"
+	case "$f" in
+	/usr/* | /etc/*) dst=$root$f ;;
+	*) dst=$root/usr$f ;;	# merged /usr: /lib, /bin, /sbin live there
+	esac
+	[ -e "$dst" ] && return 0
+	mkdir -p "$(dirname "$dst")"
+	if [ -L "$f" ]; then
+		local t
+		t=$(readlink -f "$f")
+		copy_file "$t"
+		ln -sf "$(readlink -f "$t")" "$dst" 2>/dev/null || true
+		[ -e "$dst" ] || cp -L "$f" "$dst"
+	else
+		cp -a "$f" "$dst"
+	fi
+}
+
+declare -A libs_done
+copy_libs() {
+	local l
+	for l in $(ldd "$1" 2>/dev/null | grep -o '/[^ ]*' | sort -u); do
+		[ -n "${libs_done[$l]:-}" ] && continue
+		libs_done[$l]=1
+		copy_file "$l"
+	done
+}
+
+# copy_prog NAME-OR-PATH: a program and its libraries
+copy_prog() {
+	local p
+	p=$(PATH=/usr/sbin:/usr/bin:/sbin:/bin command -v "$1") || die "program $1 not installed (run: make deps)"
+	p=$(readlink -f "$p")
+	copy_file "$p"
+	# keep the name it is called by (e.g. /sbin/mount.nfs4 -> mount.nfs)
+	local name
+	name=$(basename "$1")
+	if [ "$(basename "$p")" != "$name" ]; then
+		ln -sf "$(basename "$p")" "$root/usr/$(basename "$(dirname "$p")")/$name"
+	fi
+	copy_libs "$p"
+}
+
+PROGS=(
+	bash mount umount mount.nfs mount.nfs4 umount.nfs umount.nfs4 exportfs
+	rpc.nfsd rpc.mountd rpcbind rpcinfo nfsstat request-key keyctl ip
+	tcpdump gnutls-serv gnutls-cli certtool timeout setsid nsenter unshare
+	sha256sum dd pkill pgrep ps stat flock tail
+)
+for p in "${PROGS[@]}"; do
+	copy_prog "$p"
+done
+
+# busybox for everything else; real programs above win over its applets,
+# and /bin/sh is bash, which looks programs up in PATH.
+cp /bin/busybox "$root/usr/bin/busybox"
+for a in $(/bin/busybox --list); do
+	[ -e "$root/usr/bin/$a" ] || [ -e "$root/usr/sbin/$a" ] || ln -s busybox "$root/usr/bin/$a"
+done
+ln -sf bash "$root/usr/bin/sh"
+
+# configuration
+cat > "$root/etc/passwd" <<'P'
+root:x:0:0:root:/root:/bin/bash
+nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin
+tester:x:1000:1000:unprivileged tester:/tmp:/bin/bash
+_rpc:x:100:65534::/run/rpcbind:/usr/sbin/nologin
+statd:x:101:65534::/var/lib/nfs:/usr/sbin/nologin
+P
+cat > "$root/etc/group" <<'G'
+root:x:0:
+nogroup:x:65534:
+tester:x:1000:
+G
+cat > "$root/etc/hosts" <<'H'
+127.0.0.1	localhost
+::1		localhost ip6-localhost
+192.0.2.1	server.test server
+2001:db8::1	server.test server
+192.0.2.11	c1.test
+192.0.2.12	c2.test
+H
+echo "hosts: files" > "$root/etc/nsswitch.conf"
+echo "passwd: files" >> "$root/etc/nsswitch.conf"
+echo "group: files" >> "$root/etc/nsswitch.conf"
+cp /etc/netconfig "$root/etc/netconfig"
+cp /etc/request-key.conf "$root/etc/request-key.conf"
+mkdir -p "$root/etc/request-key.d"
+cp "$top"/request-key.d/*.conf "$root/etc/request-key.d/" 2>/dev/null || true
+echo "/srv/export *(rw,sync,no_subtree_check,no_root_squash,insecure,fsid=1)" > "$root/etc/exports"
+mkdir -p "$root/etc/exports.d"
+: > "$root/etc/nfs.conf"
+echo "/dev/root / rootfs rw 0 0" > "$root/etc/fstab"
+
+# the project's programs (those that are built)
+opt_prog() {
+	if [ -x "$1" ]; then
+		mkdir -p "$root$2"
+		cp "$1" "$root$2/"
+		copy_libs "$1"
+	fi
+}
+opt_prog "$top/handshake-helper/tlsh-helper" /usr/sbin
+opt_prog "$top/tests/tls-front/tls-front" /usr/local/bin
+if [ -f "$top/handshake-helper/tlsh-helper.conf" ]; then
+	mkdir -p "$root/etc/tlsh"
+	cp "$top/handshake-helper/tlsh-helper.conf" "$root/etc/tlsh/tlsh-helper.conf"
+fi
+for k in "$B"/kmod/*.ko; do
+	[ -f "$k" ] || continue
+	mkdir -p "$root/lib/tlsh"
+	cp "$k" "$root/lib/tlsh/"
+done
+if [ -d "$B/certs" ]; then
+	cp -a "$B/certs" "$root/etc/tlsh-test-certs"
+fi
+
+# guest scripts
+mkdir -p "$root/tlsh/guest" "$root/tlsh/scripts"
+cp "$top"/tests/guest/* "$root/tlsh/guest/"
+cp "$top/tests/guest/init" "$root/init"
+chmod +x "$root/init"
+
+(cd "$root" && find . -print0 | cpio --null -o -H newc -R 0:0 --quiet) > "$out.tmp"
+mv "$out.tmp" "$out"
+echo "initramfs: $out ($(du -h "$out" | cut -f1))"
