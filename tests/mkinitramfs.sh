@@ -73,7 +73,7 @@ PROGS=(
 	bash mount umount mount.nfs mount.nfs4 umount.nfs umount.nfs4 exportfs
 	rpc.nfsd rpc.mountd rpcbind rpcinfo nfsstat request-key keyctl ip
 	tcpdump gnutls-serv gnutls-cli certtool timeout setsid nsenter unshare
-	sha256sum dd pkill pgrep ps stat flock tail
+	sha256sum dd pkill pgrep ps stat flock tail mountpoint ss insmod rmmod lsmod
 )
 for p in "${PROGS[@]}"; do
 	copy_prog "$p"
@@ -112,6 +112,7 @@ echo "hosts: files" > "$root/etc/nsswitch.conf"
 echo "passwd: files" >> "$root/etc/nsswitch.conf"
 echo "group: files" >> "$root/etc/nsswitch.conf"
 cp /etc/netconfig "$root/etc/netconfig"
+for f in protocols services rpc; do cp /etc/$f "$root/etc/$f"; done
 cp /etc/request-key.conf "$root/etc/request-key.conf"
 mkdir -p "$root/etc/request-key.d"
 cp "$top"/request-key.d/*.conf "$root/etc/request-key.d/" 2>/dev/null || true

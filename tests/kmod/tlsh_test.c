@@ -1,0 +1,342 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * tlsh_test: a kernel TLS consumer for the guest tests.
+ *
+ * Writing a command to /proc/tlsh_test runs it in the writer's network
+ * namespace and blocks until it has finished; reading the file returns
+ * one line per handshake of the last run:
+ *
+ *   echo "addr=192.0.2.1 port=4433 name=server.test count=1" > /proc/tlsh_test
+ *   cat /proc/tlsh_test
+ *   0 status=0 done=1 data=ok ms=212
+ *
+ * Keys: addr= (IPv4 or IPv6), port=, name= (peer name, optional),
+ * count= (parallel handshakes, default 1, at most 256), timeout= (ms,
+ * 0 = the default deadline), type=x509|psk, peerid=, cert= (key serials),
+ * data=echo|none (after the handshake: send a line over kTLS and expect
+ * it back, as gnutls-serv --echo does; default echo), cancel= (ms after
+ * which tls_handshake_cancel() is called; 0 = never), api=args|x509
+ * (tls_handshake_start() or the original tls_client_hello_x509()).
+ *
+ * "done" counts the calls of the done() callback, so a test can check it
+ * ran exactly once (or not at all after a successful cancel).
+ */
+
+#include <linux/module.h>
+#include <linux/kernel.h>
+#include <linux/proc_fs.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/inet.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/completion.h>
+#include <linux/kthread.h>
+#include <linux/nsproxy.h>
+#include <linux/uio.h>
+#include <linux/delay.h>
+#include <net/sock.h>
+#include <net/net_namespace.h>
+#include <net/tlsh.h>
+
+#define TT_MAX	256
+
+struct tt_conn {
+	struct socket		*sock;
+	struct completion	done;
+	atomic_t		ndone;
+	int			status;
+	int			start_ret;
+	bool			cancelled;
+	char			data[16];
+	unsigned long		t0, t1;
+};
+
+struct tt_params {
+	struct sockaddr_storage	addr;
+	int			addrlen;
+	char			name[128];
+	unsigned int		count;
+	unsigned int		timeout;
+	unsigned int		cancel;
+	int			type;
+	int			peerid;
+	int			cert;
+	bool			echo;
+	bool			api_x509;
+};
+
+static DEFINE_MUTEX(tt_mutex);
+static char *tt_result;
+
+static void tt_done(void *data, int status)
+{
+	struct tt_conn *c = data;
+
+	c->status = status;
+	c->t1 = jiffies;
+	atomic_inc(&c->ndone);
+	complete(&c->done);
+}
+
+static int tt_parse(char *buf, struct tt_params *p)
+{
+	char *opt, *val;
+	unsigned short port = 0;
+	char addr[64] = "";
+	int ret;
+
+	memset(p, 0, sizeof(*p));
+	p->count = 1;
+	p->echo = true;
+	p->type = TLSH_TYPE_CLIENTHELLO_X509;
+	while ((opt = strsep(&buf, " \t\n")) != NULL) {
+		if (!*opt)
+			continue;
+		val = strchr(opt, '=');
+		if (!val)
+			return -EINVAL;
+		*val++ = '\0';
+		ret = 0;
+		if (!strcmp(opt, "addr"))
+			strscpy(addr, val, sizeof(addr));
+		else if (!strcmp(opt, "port"))
+			ret = kstrtou16(val, 10, &port);
+		else if (!strcmp(opt, "name"))
+			strscpy(p->name, val, sizeof(p->name));
+		else if (!strcmp(opt, "count"))
+			ret = kstrtouint(val, 10, &p->count);
+		else if (!strcmp(opt, "timeout"))
+			ret = kstrtouint(val, 10, &p->timeout);
+		else if (!strcmp(opt, "cancel"))
+			ret = kstrtouint(val, 10, &p->cancel);
+		else if (!strcmp(opt, "peerid"))
+			ret = kstrtoint(val, 0, &p->peerid);
+		else if (!strcmp(opt, "cert"))
+			ret = kstrtoint(val, 0, &p->cert);
+		else if (!strcmp(opt, "type"))
+			p->type = !strcmp(val, "psk") ? TLSH_TYPE_CLIENTHELLO_PSK :
+						       TLSH_TYPE_CLIENTHELLO_X509;
+		else if (!strcmp(opt, "data"))
+			p->echo = strcmp(val, "none");
+		else if (!strcmp(opt, "api"))
+			p->api_x509 = !strcmp(val, "x509");
+		else
+			return -EINVAL;
+		if (ret)
+			return ret;
+	}
+	if (!port || !addr[0] || !p->count || p->count > TT_MAX)
+		return -EINVAL;
+	if (strchr(addr, ':')) {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&p->addr;
+
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(port);
+		if (!in6_pton(addr, -1, sin6->sin6_addr.s6_addr, -1, NULL))
+			return -EINVAL;
+		p->addrlen = sizeof(*sin6);
+	} else {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&p->addr;
+
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		if (!in4_pton(addr, -1, (u8 *)&sin->sin_addr.s_addr, -1, NULL))
+			return -EINVAL;
+		p->addrlen = sizeof(*sin);
+	}
+	return 0;
+}
+
+static int tt_start(struct tt_conn *c, struct tt_params *p)
+{
+	struct tls_handshake_args args = {
+		.done		= tt_done,
+		.data		= c,
+		.peername	= p->name[0] ? p->name : NULL,
+		.peerid		= p->peerid,
+		.cert		= p->cert,
+		.timeout_ms	= p->timeout,
+	};
+
+	if (p->api_x509)
+		return tls_client_hello_x509(c->sock, tt_done, c, NULL,
+					     p->peerid, p->cert);
+	return tls_handshake_start(c->sock, p->type, &args);
+}
+
+static void tt_echo(struct tt_conn *c, int i)
+{
+	char line[32], back[32];
+	struct msghdr msg = { };
+	struct kvec iov;
+	int len, got = 0, ret;
+
+	len = scnprintf(line, sizeof(line), "tlsh-test-%d\n", i);
+	iov.iov_base = line;
+	iov.iov_len = len;
+	ret = kernel_sendmsg(c->sock, &msg, &iov, 1, len);
+	if (ret != len) {
+		scnprintf(c->data, sizeof(c->data), "send%d", ret);
+		return;
+	}
+	while (got < len) {
+		struct msghdr rmsg = { };
+
+		iov.iov_base = back + got;
+		iov.iov_len = sizeof(back) - got;
+		ret = kernel_recvmsg(c->sock, &rmsg, &iov, 1, iov.iov_len, 0);
+		if (ret <= 0) {
+			scnprintf(c->data, sizeof(c->data), "recv%d", ret);
+			return;
+		}
+		got += ret;
+	}
+	strscpy(c->data, memcmp(line, back, len) ? "mismatch" : "ok",
+		sizeof(c->data));
+}
+
+static int tt_run(struct tt_params *p, char **result)
+{
+	struct net *net = current->nsproxy->net_ns;
+	unsigned long wait;
+	struct tt_conn *conns;
+	size_t size = p->count * 96 + 1;
+	char *out;
+	unsigned int i;
+	bool leak = false;
+	int ret, pos = 0;
+
+	conns = kcalloc(p->count, sizeof(*conns), GFP_KERNEL);
+	out = kzalloc(size, GFP_KERNEL);
+	if (!conns || !out) {
+		kfree(conns);
+		kfree(out);
+		return -ENOMEM;
+	}
+
+	for (i = 0; i < p->count; i++) {
+		struct tt_conn *c = &conns[i];
+
+		init_completion(&c->done);
+		strscpy(c->data, "-", sizeof(c->data));
+		c->t0 = jiffies;
+		ret = sock_create_kern(net, p->addr.ss_family, SOCK_STREAM,
+				       IPPROTO_TCP, &c->sock);
+		if (!ret)
+			ret = kernel_connect(c->sock, (struct sockaddr *)&p->addr,
+					     p->addrlen, 0);
+		if (!ret)
+			ret = tt_start(c, p);
+		c->start_ret = ret;
+	}
+
+	if (p->cancel) {
+		msleep(p->cancel);
+		for (i = 0; i < p->count; i++)
+			if (!conns[i].start_ret)
+				conns[i].cancelled = tls_handshake_cancel(conns[i].sock);
+	}
+
+	/* The API promises done() within the deadline; wait a little longer */
+	wait = msecs_to_jiffies((p->timeout ? : TLSH_DEFAULT_TIMEOUT_MS) + 10000);
+	for (i = 0; i < p->count; i++) {
+		struct tt_conn *c = &conns[i];
+
+		if (c->start_ret || c->cancelled)
+			continue;
+		if (!wait_for_completion_timeout(&c->done, wait)) {
+			/* done() never ran: the sock must outlive the request */
+			c->status = -EDEADLK;
+			c->sock = NULL;		/* leaked on purpose */
+			leak = true;
+			continue;
+		}
+		if (!c->status && p->echo)
+			tt_echo(c, i);
+	}
+
+	for (i = 0; i < p->count; i++) {
+		struct tt_conn *c = &conns[i];
+		unsigned long t1 = c->t1 ? c->t1 : jiffies;
+
+		pos += scnprintf(out + pos, size - pos,
+				 "%u start=%d status=%d done=%d cancelled=%d data=%s ms=%u\n",
+				 i, c->start_ret, c->status,
+				 atomic_read(&c->ndone), c->cancelled, c->data,
+				 jiffies_to_msecs(t1 - c->t0));
+		if (c->sock)
+			sock_release(c->sock);
+	}
+	if (!leak)
+		kfree(conns);
+	*result = out;
+	return 0;
+}
+
+static ssize_t tt_write(struct file *file, const char __user *ubuf,
+			size_t len, loff_t *ppos)
+{
+	struct tt_params p;
+	char *buf, *result = NULL;
+	int ret;
+
+	if (len > 512)
+		return -EINVAL;
+	buf = memdup_user_nul(ubuf, len);
+	if (IS_ERR(buf))
+		return PTR_ERR(buf);
+	ret = tt_parse(buf, &p);
+	kfree(buf);
+	if (ret)
+		return ret;
+
+	mutex_lock(&tt_mutex);
+	ret = tt_run(&p, &result);
+	if (!ret) {
+		kfree(tt_result);
+		tt_result = result;
+	}
+	mutex_unlock(&tt_mutex);
+	return ret ? ret : len;
+}
+
+static int tt_show(struct seq_file *m, void *v)
+{
+	mutex_lock(&tt_mutex);
+	if (tt_result)
+		seq_puts(m, tt_result);
+	mutex_unlock(&tt_mutex);
+	return 0;
+}
+
+static int tt_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, tt_show, NULL);
+}
+
+static const struct proc_ops tt_ops = {
+	.proc_open	= tt_open,
+	.proc_read	= seq_read,
+	.proc_write	= tt_write,
+	.proc_lseek	= seq_lseek,
+	.proc_release	= single_release,
+};
+
+static int __init tt_init(void)
+{
+	if (!proc_create("tlsh_test", 0600, NULL, &tt_ops))
+		return -ENOMEM;
+	return 0;
+}
+
+static void __exit tt_exit(void)
+{
+	remove_proc_entry("tlsh_test", NULL);
+	kfree(tt_result);
+}
+
+module_init(tt_init);
+module_exit(tt_exit);
+MODULE_DESCRIPTION("AF_TLSH test consumer (guest tests only)");
+MODULE_LICENSE("GPL");
