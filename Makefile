@@ -13,7 +13,7 @@ KSRC := $(B)/linux
 KOBJ := $(B)/kbuild
 DEPS_OK := $(shell $(TOP)/tests/deps.sh --check 2>/dev/null && echo yes)
 
-.PHONY: all deps kernel helper front kmod certs initramfs check check-host \
+.PHONY: all deps kernel helper front kmod certs tools initramfs check check-host \
 	check-guest demo shell bench install clean distclean checkpatch
 
 all: kernel helper initramfs
@@ -42,10 +42,17 @@ kmod: kernel
 		$(MAKE) -C $(KSRC) O=$(KOBJ) M=$(TOP)/tests/kmod modules >/dev/null && \
 		mkdir -p $(B)/kmod && cp tests/kmod/*.ko $(B)/kmod/; fi
 
+# Small test programs run inside the guest
+TOOLS := $(patsubst tests/tools/%.c,$(B)/tools/%,$(wildcard tests/tools/*.c))
+tools: $(TOOLS)
+$(B)/tools/%: tests/tools/%.c
+	@mkdir -p $(B)/tools
+	$(CC) -std=c11 -Wall -Wextra -Werror -O2 -o $@ $<
+
 certs: ensure-deps
 	@if [ -x tests/certs/mkcerts.sh ]; then tests/certs/mkcerts.sh $(B)/certs >/dev/null; fi
 
-initramfs: ensure-deps helper front certs
+initramfs: ensure-deps helper front certs tools
 	$(TOP)/tests/mkinitramfs.sh
 
 check: ensure-deps

@@ -73,7 +73,7 @@ PROGS=(
 	bash mount umount mount.nfs mount.nfs4 umount.nfs umount.nfs4 exportfs
 	rpc.nfsd rpc.mountd rpcbind rpcinfo nfsstat request-key keyctl ip
 	tcpdump gnutls-serv gnutls-cli certtool timeout setsid nsenter unshare
-	sha256sum dd pkill pgrep ps stat flock tail mountpoint ss insmod rmmod lsmod
+	sha256sum dd pkill pgrep ps stat flock tail mountpoint ss insmod rmmod lsmod setpriv
 )
 for p in "${PROGS[@]}"; do
 	copy_prog "$p"
@@ -135,6 +135,9 @@ if [ -f "$top/handshake-helper/tlsh-helper.conf" ]; then
 	mkdir -p "$root/etc/tlsh"
 	cp "$top/handshake-helper/tlsh-helper.conf" "$root/etc/tlsh/tlsh-helper.conf"
 fi
+for t in "$B"/tools/*; do
+	[ -x "$t" ] && opt_prog "$t" /usr/local/bin
+done
 for k in "$B"/kmod/*.ko; do
 	[ -f "$k" ] || continue
 	mkdir -p "$root/lib/tlsh"

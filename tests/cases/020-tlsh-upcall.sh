@@ -1,0 +1,107 @@
+#!/bin/bash
+# On-demand TLS handshakes: the kernel test consumer asks for handshakes,
+# request-key spawns the helper per network namespace, data goes over kTLS.
+# tlsh-vm: timeout=280
+. /tlsh/guest/lib.sh
+. /tlsh/guest/tlsh-lib.sh
+
+check "test consumer module loads" tlsh_setup
+serve 4433 server
+serve 4434 server-untrusted
+serve 4435 server-expired
+serve 4436 server-wrongname
+S=$TLSH_SERVER_ADDR
+
+check "no helper process before the first handshake" [ "$(helpers)" = 0 ]
+check_fail "no tlsh key before the first handshake" grep -q " tlsh " /proc/keys
+
+out=$(hs addr=$S port=4433 name=server.test)
+echo "$out"
+check "first handshake succeeds and data round-trips over kTLS" grep -q "status=0 done=1 cancelled=0 data=ok" <<< "$out"
+check "the first handshake spawned exactly one helper" [ "$(count tlsh_upcall_start)" = 1 ]
+check "kTLS counters rose in C1" sh -c "awk '/TlsTxSw|TlsRxSw/ {s+=\$2} END {exit !(s >= 2)}' /proc/net/tls_stat"
+out=$(hs addr=$TLSH_SERVER_ADDR6 port=4433 name=server.test)
+check "IPv6 handshake served by the same agent" sh -c "grep -q 'status=0 done=1 cancelled=0 data=ok' <<< '$out' && [ \$(grep -c ' tlsh_upcall_start:' $TRACE/trace) = 1 ]"
+check "the original tls_client_hello_x509() works (no peer name: IP checked)" grep -q "status=0 done=1" <<< "$(hs addr=$S port=4433 api=x509)"
+
+check "helper exits after its idle time" wait_for 10 sh -c '[ "$(pgrep -x tlsh-helper | wc -l)" = 0 ]'
+check "the next handshake spawns again" sh -c "grep -q 'status=0 done=1' <<< \"\$(echo addr=$S port=4433 name=server.test > /proc/tlsh_test; cat /proc/tlsh_test)\" && [ \$(grep -c ' tlsh_upcall_start:' $TRACE/trace) = 2 ]"
+
+# C2 gets its own agent while C1's is still alive
+hs addr=$S port=4433 name=server.test > /dev/null
+inum_c1=$(readlink /proc/self/ns/net | tr -dc 0-9)
+out=$(ip netns exec C2 sh -c "echo addr=$S port=4433 name=server.test > /proc/tlsh_test; cat /proc/tlsh_test")
+inum_c2=$(ip netns exec C2 readlink /proc/self/ns/net | tr -dc 0-9)
+check "C2's handshake succeeds" grep -q "status=0 done=1" <<< "$out"
+check "C2 got an agent of its own" grep -q "tlsh_agent_bound: netns=$inum_c2 " $TRACE/trace
+check "C2's handshake was accepted in C2, not by C1's agent" sh -c "[ \$(grep -c 'tlsh_agent_bound: netns=$inum_c2 ' $TRACE/trace) -ge 1 ] && [ \$(grep -c 'tlsh_agent_bound: netns=$inum_c1 ' $TRACE/trace) -ge 1 ]"
+wait_for 10 sh -c '[ "$(pgrep -x tlsh-helper | wc -l)" = 0 ]'
+
+before=$(count tlsh_upcall_start)
+out=$(hs addr=$S port=4433 name=server.test count=32)
+check "32 concurrent handshakes all succeed" [ "$(grep -c 'status=0 done=1 cancelled=0 data=ok' <<< "$out")" = 32 ]
+check "32 concurrent handshakes cause one spawn" [ "$(( $(count tlsh_upcall_start) - before ))" = 1 ]
+
+out=$(hs addr=$S port=4434 name=server.test)
+check "untrusted server certificate: done() reports failure" grep -q "status=-[0-9]* done=1" <<< "$out"
+check "untrusted: the helper logs why" grep -qi "not trusted\|signer" /var/log/messages
+out=$(hs addr=$S port=4435 name=server.test)
+check "expired server certificate: done() reports failure" grep -q "status=-[0-9]* done=1" <<< "$out"
+check "expired: the helper logs why" grep -qi "expired" /var/log/messages
+out=$(hs addr=$S port=4436 name=server.test)
+check "certificate for another name: done() reports failure" grep -q "status=-[0-9]* done=1" <<< "$out"
+check "wrong name: the helper logs why" grep -qi "name\|hostname" /var/log/messages
+wait_for 10 sh -c '[ "$(pgrep -x tlsh-helper | wc -l)" = 0 ]'
+tlsh_config "encryption-only = yes"
+check "encryption-only: the untrusted server is accepted" grep -q "status=0 done=1 cancelled=0 data=ok" <<< "$(hs addr=$S port=4434 name=server.test)"
+wait_for 10 sh -c '[ "$(pgrep -x tlsh-helper | wc -l)" = 0 ]'
+tlsh_config
+
+# an unprivileged user
+as_user() { setpriv --reuid 1000 --regid 1000 --clear-groups "$@"; }
+check "unprivileged bind: EPERM" grep -q "bind errno=EPERM" <<< "$(as_user tlsh-probe bind 2>&1)"
+check "unprivileged listen: EPERM" grep -q "listen errno=EPERM" <<< "$(as_user tlsh-probe listen 2>&1)"
+check "unprivileged accept: EPERM" grep -q "accept errno=EPERM" <<< "$(as_user tlsh-probe accept 2>&1)"
+check "bind to a key the kernel is not waiting on: refused" grep -q "bind errno=EPERM" <<< "$(tlsh-probe bind 12345 2>&1)"
+check "getsockopt(SOL_TLSH) on a listener: EINVAL" grep -q "getsockopt errno=EINVAL" <<< "$(tlsh-probe getsockopt 2>&1)"
+before=$(count tlsh_upcall_start)
+check_fail "keyctl request2 of the tlsh type is refused (user)" as_user keyctl request2 tlsh "netns:1:1" "x" @s
+check_fail "keyctl request2 of the tlsh type is refused (root)" keyctl request2 tlsh "netns:$inum_c1:999999" "x" @s
+check_fail "add_key of the tlsh type is refused" keyctl add tlsh "netns:1:2" "x" @s
+check "refused requests spawned nothing" [ "$(count tlsh_upcall_start)" = "$before" ]
+
+# failures of the agent itself
+mv /usr/sbin/tlsh-helper /usr/sbin/tlsh-helper.off
+t0=$(date +%s)
+out=$(hs addr=$S port=4433 name=server.test)
+t1=$(date +%s)
+check "helper missing: the handshake fails with ENOKEY" grep -q "status=-126 done=1" <<< "$out"
+check "helper missing: promptly (under 10 s)" [ $((t1 - t0)) -lt 10 ]
+mv /usr/sbin/tlsh-helper.off /usr/sbin/tlsh-helper
+check "once the helper is back, the next handshake works at once" grep -q "status=0 done=1" <<< "$(hs addr=$S port=4433 name=server.test)"
+wait_for 10 sh -c '[ "$(pgrep -x tlsh-helper | wc -l)" = 0 ]'
+
+cp /etc/request-key.d/tlsh.conf /tmp/tlsh.conf.saved
+echo "create tlsh * * /bin/sleep 30" > /etc/request-key.d/tlsh.conf
+out=$(hs addr=$S port=4433 name=server.test timeout=3000)
+check "helper stalled before binding: the deadline fails the handshake" grep -q "status=-110 done=1" <<< "$out"
+cp /tmp/tlsh.conf.saved /etc/request-key.d/tlsh.conf
+
+# a peer that accepts TCP and never speaks TLS: the helper hangs in the
+# handshake; kill it while it holds the socket
+ip netns exec S tcp-sink 4437 &
+sleep 0.5
+(sleep 2; pkill -9 -x tlsh-helper) &
+out=$(hs addr=$S port=4437 name=server.test timeout=15000)
+check "helper killed after accept: the handshake completes with an error" grep -q "status=-[0-9]* done=1" <<< "$out"
+check "helper killed after accept: well before the deadline" sh -c "[ \$(sed -n 's/.* ms=\([0-9]*\).*/\1/p' <<< '$out') -lt 10000 ]"
+out=$(hs addr=$S port=4437 name=server.test timeout=3000)
+check "helper stuck mid-handshake: the deadline fails it" grep -q "status=-110 done=1" <<< "$out"
+out=$(hs addr=$S port=4437 name=server.test timeout=20000 cancel=1000)
+check "cancel while the helper holds the socket: done() never runs" grep -q "done=0 cancelled=1" <<< "$out"
+pkill -x tcp-sink
+pkill -x tlsh-helper
+
+check "the test module unloads (no leaked references)" rmmod tlsh_test
+pkill gnutls-serv
+finish

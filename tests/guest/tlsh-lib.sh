@@ -1,0 +1,53 @@
+# Helpers for the AF_TLSH guest cases (source after lib.sh).
+CERTS=/etc/tlsh-test-certs
+TRACE=/sys/kernel/tracing
+
+# tlsh_setup: load the test consumer, write a helper config that trusts
+# the test CA, start tracing the tlsh events.
+tlsh_setup() {
+	grep -q '^tlsh_test ' /proc/modules || insmod /lib/tlsh/tlsh_test.ko || return 1
+	mkdir -p /etc/tlsh
+	tlsh_config "${1:-}"
+	echo 0 > $TRACE/tracing_on
+	echo > $TRACE/trace
+	echo 8192 > $TRACE/buffer_size_kb
+	for e in $TRACE/events/tls/tlsh_*/enable; do echo 1 > "$e"; done
+	echo 1 > $TRACE/tracing_on
+}
+
+# tlsh_config [EXTRA-LINES]: the helper's configuration
+tlsh_config() {
+	cat > /etc/tlsh/tlsh-helper.conf <<C
+[global]
+trust-store = $CERTS/ca.pem
+idle-timeout = 3
+handshake-timeout = 10
+log-level = debug
+$1
+C
+}
+
+# count EVENT: how many times a tlsh trace event fired so far
+count() {
+	grep -c " $1:" $TRACE/trace
+}
+
+# serve PORT CERTNAME [gnutls-serv options]: a TLS echo server in S
+serve() {
+	local port=$1 name=$2
+	shift 2
+	ip netns exec S gnutls-serv --echo -q -p "$port" \
+		--x509certfile "$CERTS/$name.pem" --x509keyfile "$CERTS/$name-key.pem" \
+		"$@" > "$TLSH_ARTIFACTS/serv-$port.log" 2>&1 &
+	wait_for 10 sh -c "ip netns exec S ss -ltn | grep -q ':$port '"
+}
+
+# hs ARGS...: run the test consumer in this namespace; prints its lines
+hs() {
+	echo "$*" > /proc/tlsh_test && cat /proc/tlsh_test
+}
+
+# helpers: number of tlsh-helper processes
+helpers() {
+	pgrep -x tlsh-helper | wc -l
+}
