@@ -53,6 +53,7 @@ FILES=(ca.pem ca-key.pem other-ca.pem other-ca-key.pem
 	psk.txt psk.id psk.key)
 
 mkdir -p "$out"
+out=$(cd "$out" && pwd)
 if [ $force -eq 0 ] && [ -e "$out/.complete" ]; then
 	ok=1
 	for f in "${FILES[@]}"; do [ -s "$out/$f" ] || ok=0; done

@@ -1,6 +1,6 @@
 # Helpers for the AF_TLSH guest cases (source after lib.sh).
 CERTS=/etc/tlsh-test-certs
-TRACE=/sys/kernel/tracing
+TRACE=/tracing   # tracefs; /sys is remounted by "ip netns exec"
 
 # tlsh_setup: load the test consumer, write a helper config that trusts
 # the test CA, start tracing the tlsh events.
