@@ -9,6 +9,9 @@
       (large replies are sent in several record fragments).
 
   rpctest.py client --port P [options]   (see --help)
+  rpctest.py gnutls-cli --port P [options]
+      The same with gnutls-cli --starttls as the TLS client (PSK, chosen
+      priorities): probe, handshake on SIGALRM, one NULL call.
       Exit status 0 when every expectation held; a one-line reason on
       stderr otherwise.  Prints key=value facts on stdout.
 """
@@ -135,7 +138,9 @@ def probe(sock):
     sock.sendall(rec_mark(call(xid, 0, AUTH_TLS)))
     try:
         rec = read_record(sock)
-    except (EOFError, OSError, socket.timeout) as e:
+    except socket.timeout:
+        return "no-reply(timeout)"
+    except (EOFError, OSError) as e:
         return "no-reply(%s)" % type(e).__name__
     rxid, kind, vfl, vbody, _ = parse_reply(rec)
     if rxid != xid:
@@ -143,8 +148,9 @@ def probe(sock):
     if kind == "accepted-0" and vfl == AUTH_NONE and vbody == b"STARTTLS":
         return "starttls"
     if kind == "accepted-0":
-        return "accepted-verf-%d-%r" % (vfl, vbody)
-    return kind
+        # e.g. accepted-verf0-len8 (wrong body), accepted-verf0-len0
+        return "accepted-verf%d-len%d" % (vfl, len(vbody))
+    return kind     # e.g. denied-1-1: MSG_DENIED AUTH_ERROR AUTH_BADCRED
 
 
 def rpc_calls(sock, a, facts):
@@ -244,6 +250,85 @@ def client(a):
     return 0
 
 
+def gnutls_client(a):
+    """Probe, then TLS with gnutls-cli --starttls (PSK or X.509), one call."""
+    import select
+    import signal
+    import subprocess
+    # --logfile: informational output to stderr, stdout carries only data
+    cmd = ["gnutls-cli", "-p", str(a.port), a.host, "--starttls",
+           "--logfile=/dev/stderr"]
+    if a.psk_id:
+        cmd += ["--pskusername", a.psk_id, "--pskkey", a.psk_key]
+    if a.ca:
+        cmd += ["--x509cafile", a.ca, "--sni-hostname", a.name,
+                "--verify-hostname", a.name]
+    else:
+        cmd += ["--insecure"]
+    if a.priority:
+        cmd += ["--priority", a.priority]
+    facts = {}
+    lines = []
+    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+
+    def err_reader():
+        for ln in p.stderr:
+            ln = ln.decode(errors="replace").rstrip()
+            lines.append(ln)
+
+    threading.Thread(target=err_reader, daemon=True).start()
+
+    def rd(n):
+        buf = b""
+        end = time.time() + a.timeout
+        while len(buf) < n and time.time() < end:
+            r, _, _ = select.select([p.stdout], [], [], 0.1)
+            if r:
+                chunk = os.read(p.stdout.fileno(), n - len(buf))
+                if not chunk:
+                    break
+                buf += chunk
+        return buf
+
+    try:
+        xid = 0x4000 + (os.getpid() & 0xFFF)
+        p.stdin.write(rec_mark(call(xid, 0, AUTH_TLS)))
+        p.stdin.flush()
+        rep = rd(36)
+        if len(rep) != 36 or parse_reply(rep[4:])[3] != b"STARTTLS":
+            raise Fail("probe: no STARTTLS (%r)" % rep)
+        facts["probe"] = "starttls"
+        p.send_signal(signal.SIGALRM)
+        # gnutls-cli reads stdin only once the handshake is done, and in
+        # --starttls mode it reports only failures: a reply to a NULL call
+        # is the proof of a completed handshake.  Session details are in
+        # tls-front's log.
+        p.stdin.write(rec_mark(call(xid + 1, 0)))
+        p.stdin.flush()
+        rep = rd(28)
+        if any("andshake has failed" in ln or "Error" in ln for ln in lines):
+            facts["handshake"] = "failed"
+            raise Fail("handshake failed: %s" % " | ".join(lines[-3:]))
+        if len(rep) != 28:
+            raise Fail("no reply to NULL call inside TLS (%d bytes): %s"
+                       % (len(rep), " | ".join(lines[-3:])))
+        facts["handshake"] = "ok"
+        rxid, kind, _, _, _ = parse_reply(rep[4:])
+        if rxid != xid + 1 or kind != "accepted-0":
+            raise Fail("bad reply xid=0x%x %s" % (rxid, kind))
+        facts["calls_ok"] = 1
+    except (Fail, BrokenPipeError) as e:
+        print(" ".join("%s=%s" % kv for kv in facts.items()))
+        print("rpctest: %s" % e, file=sys.stderr)
+        return 1
+    finally:
+        p.kill()
+        p.wait()
+    print(" ".join("%s=%s" % kv for kv in facts.items()))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawTextHelpFormatter)
@@ -281,7 +366,18 @@ def main():
     c.add_argument("--send-null", action="store_true",
                    help="with --expect-close: send a plain NULL call first")
     c.add_argument("--expect-ticket", action="store_true")
+    g = sub.add_parser("gnutls-cli", help="drive gnutls-cli --starttls")
+    g.add_argument("--host", default="127.0.0.1")
+    g.add_argument("--port", type=int, required=True)
+    g.add_argument("--timeout", type=float, default=5)
+    g.add_argument("--psk-id")
+    g.add_argument("--psk-key")
+    g.add_argument("--ca")
+    g.add_argument("--name", default="server.test")
+    g.add_argument("--priority")
     a = ap.parse_args()
+    if a.cmd == "gnutls-cli":
+        return gnutls_client(a)
     if a.cmd == "backend":
         backend(a)
         return 0

@@ -831,6 +831,9 @@ static int tls_handshake(struct conn *c)
 	TLS_LOOP(c, deadline, gnutls_handshake(c->s), r);
 	if (r < 0) {
 		tls_field(c, "tls=failed error=\"%s\"", gnutls_strerror(r));
+		if (!c->verify[0] && (r == GNUTLS_E_CERTIFICATE_REQUIRED ||
+				      r == GNUTLS_E_NO_CERTIFICATE_FOUND))
+			snprintf(c->verify, sizeof(c->verify), "no client certificate");
 		if (c->verify[0])
 			tls_field(c, "client_verify=\"%s\"", c->verify);
 		if (r == GNUTLS_E_TIMEDOUT)
@@ -1216,6 +1219,16 @@ static void conn_finish(struct conn *c)
 		struct linger l = { .l_onoff = 1, .l_linger = 0 };
 
 		setsockopt(c->cfd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+	} else if (c->abortive) {
+		/*
+		 * Unread bytes make close() send a RST; discard what has
+		 * arrived so a drop is a FIN (unless more is in flight).
+		 */
+		unsigned char tmp[4096];
+		int i;
+
+		for (i = 0; i < 256 && read(c->cfd, tmp, sizeof(tmp)) > 0; i++)
+			;
 	}
 	close(c->cfd);
 	if (c->bfd >= 0)
