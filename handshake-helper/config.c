@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tlsh-helper.conf parser.  Strict by design: an unknown section or key, a
+ * bad value, a duplicate key or a line that is not "key = value" makes the
+ * whole file invalid, and the helper refuses to run with "FILE:LINE: why".
+ */
+#include "config.h"
+#include "log.h"
+#include "util.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <gnutls/gnutls.h>
+
+#define CONFIG_MAX_SIZE	(1024 * 1024)
+#define CONFIG_MAX_LINE	4096
+
+enum cfg_key {
+	K_TRUST_STORE,
+	K_CRL,
+	K_PRIORITIES,
+	K_TLS12,
+	K_IDLE_TIMEOUT,
+	K_HS_TIMEOUT,
+	K_LOG_LEVEL,
+	K_ENCRYPTION_ONLY,
+	K_COUNT
+};
+
+static const char *const key_names[K_COUNT] = {
+	[K_TRUST_STORE] = "trust-store",
+	[K_CRL] = "crl",
+	[K_PRIORITIES] = "priorities",
+	[K_TLS12] = "tls12",
+	[K_IDLE_TIMEOUT] = "idle-timeout",
+	[K_HS_TIMEOUT] = "handshake-timeout",
+	[K_LOG_LEVEL] = "log-level",
+	[K_ENCRYPTION_ONLY] = "encryption-only",
+};
+
+void config_defaults(struct config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->tls12 = 0;
+	cfg->idle_timeout = TLSH_DEFAULT_IDLE;
+	cfg->handshake_timeout = TLSH_DEFAULT_HS_TIMEOUT;
+	cfg->log_level = TLSH_LOG_INFO;
+	cfg->encryption_only = 0;
+}
+
+static int fail(char *err, size_t errlen, const char *name, unsigned line,
+		const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static int fail(char *err, size_t errlen, const char *name, unsigned line,
+		const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (line)
+		snprintf(err, errlen, "%s:%u: %s", name, line, msg);
+	else
+		snprintf(err, errlen, "%s: %s", name, msg);
+	return -1;
+}
+
+int config_check_priorities(const char *prio, char *err, size_t errlen)
+{
+	gnutls_priority_t p;
+	const char *errpos = NULL;
+	int ret;
+
+	ret = gnutls_priority_init(&p, prio, &errpos);
+	if (ret < 0) {
+		if (ret == GNUTLS_E_INVALID_REQUEST && errpos)
+			snprintf(err, errlen, "invalid priority string at '%.40s'",
+				 errpos);
+		else
+			snprintf(err, errlen, "invalid priority string: %s",
+				 gnutls_strerror(ret));
+		return -1;
+	}
+	gnutls_priority_deinit(p);
+	return 0;
+}
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	e = s + strlen(s);
+	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+		*--e = '\0';
+	return s;
+}
+
+static int set_path(char *dst, size_t dstlen, const char *val, char *why,
+		    size_t whylen)
+{
+	if (val[0] != '/') {
+		snprintf(why, whylen, "must be an absolute path");
+		return -1;
+	}
+	if (copy_string(dst, dstlen, val) < 0) {
+		snprintf(why, whylen, "path too long");
+		return -1;
+	}
+	if (access(val, R_OK) < 0) {
+		snprintf(why, whylen, "%s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Returns 0, or -1 with a reason in why (the caller adds FILE:LINE). */
+static int set_value(struct config *cfg, enum cfg_key k, const char *val,
+		     unsigned line, char *why, size_t whylen)
+{
+	unsigned long n;
+	int b;
+
+	switch (k) {
+	case K_TRUST_STORE:
+		if (strcmp(val, "system") == 0) {
+			cfg->trust_store[0] = '\0';
+		} else if (set_path(cfg->trust_store, sizeof(cfg->trust_store),
+				    val, why, whylen) < 0) {
+			return -1;
+		}
+		cfg->trust_store_line = line;
+		return 0;
+	case K_CRL:
+		if (set_path(cfg->crl, sizeof(cfg->crl), val, why, whylen) < 0)
+			return -1;
+		cfg->crl_line = line;
+		return 0;
+	case K_PRIORITIES:
+		if (!valid_token(val, TLSH_PRIORITIES_MAX)) {
+			snprintf(why, whylen,
+				 "must be 1..%d printable characters without spaces",
+				 TLSH_PRIORITIES_MAX);
+			return -1;
+		}
+		if (config_check_priorities(val, why, whylen) < 0)
+			return -1;
+		copy_string(cfg->priorities, sizeof(cfg->priorities), val);
+		return 0;
+	case K_TLS12:
+	case K_ENCRYPTION_ONLY:
+		b = parse_bool(val);
+		if (b < 0) {
+			snprintf(why, whylen, "expected yes or no");
+			return -1;
+		}
+		if (k == K_TLS12)
+			cfg->tls12 = b;
+		else
+			cfg->encryption_only = b;
+		return 0;
+	case K_IDLE_TIMEOUT:
+		if (parse_uint(val, TLSH_MAX_IDLE, &n) < 0) {
+			snprintf(why, whylen, "expected seconds, 0..%d",
+				 TLSH_MAX_IDLE);
+			return -1;
+		}
+		cfg->idle_timeout = (unsigned)n;
+		return 0;
+	case K_HS_TIMEOUT:
+		if (parse_uint(val, TLSH_MAX_HS_TIMEOUT, &n) < 0 || n == 0) {
+			snprintf(why, whylen, "expected seconds, 1..%d",
+				 TLSH_MAX_HS_TIMEOUT);
+			return -1;
+		}
+		cfg->handshake_timeout = (unsigned)n;
+		return 0;
+	case K_LOG_LEVEL:
+		b = log_level_from_name(val);
+		if (b < 0) {
+			snprintf(why, whylen,
+				 "expected error, warning, info or debug");
+			return -1;
+		}
+		cfg->log_level = b;
+		return 0;
+	case K_COUNT:
+		break;
+	}
+	snprintf(why, whylen, "internal error");
+	return -1;
+}
+
+int config_parse(struct config *cfg, const char *name, const char *buf,
+		 size_t len, char *err, size_t errlen)
+{
+	unsigned seen[K_COUNT] = { 0 };
+	char line[CONFIG_MAX_LINE + 2];
+	size_t pos = 0;
+	unsigned lineno = 0;
+
+	if (memchr(buf, '\0', len))
+		return fail(err, errlen, name, 0, "contains a NUL byte");
+	while (pos < len) {
+		const char *nl = memchr(buf + pos, '\n', len - pos);
+		size_t l = nl ? (size_t)(nl - (buf + pos)) : len - pos;
+		char *s, *eq, *key, *val, why[256];
+		int k;
+
+		lineno++;
+		if (l > CONFIG_MAX_LINE)
+			return fail(err, errlen, name, lineno, "line too long");
+		memcpy(line, buf + pos, l);
+		line[l] = '\0';
+		pos += l + (nl ? 1 : 0);
+
+		s = trim(line);
+		if (*s == '\0' || *s == '#' || *s == ';')
+			continue;
+		for (const char *p = s; *p; p++)
+			if ((unsigned char)*p < 0x20 && *p != '\t')
+				return fail(err, errlen, name, lineno,
+					    "control character in line");
+		if (*s == '[') {
+			char *end = strchr(s, ']');
+
+			if (!end || *trim(end + 1) != '\0')
+				return fail(err, errlen, name, lineno,
+					    "syntax error: expected '[section]'");
+			*end = '\0';
+			if (strcmp(trim(s + 1), "global") != 0)
+				return fail(err, errlen, name, lineno,
+					    "unknown section '[%.64s]' (only [global] is allowed)",
+					    trim(s + 1));
+			continue;
+		}
+		eq = strchr(s, '=');
+		if (!eq)
+			return fail(err, errlen, name, lineno,
+				    "syntax error: expected 'key = value'");
+		*eq = '\0';
+		key = trim(s);
+		val = trim(eq + 1);
+		if (*key == '\0')
+			return fail(err, errlen, name, lineno,
+				    "syntax error: missing key before '='");
+		for (k = 0; k < K_COUNT; k++)
+			if (strcmp(key, key_names[k]) == 0)
+				break;
+		if (k == K_COUNT)
+			return fail(err, errlen, name, lineno,
+				    "unknown key '%.64s'", key);
+		if (seen[k])
+			return fail(err, errlen, name, lineno,
+				    "duplicate key '%s' (already set on line %u)",
+				    key_names[k], seen[k]);
+		seen[k] = lineno;
+		if (*val == '\0')
+			return fail(err, errlen, name, lineno,
+				    "missing value for '%s'", key_names[k]);
+		if (set_value(cfg, (enum cfg_key)k, val, lineno, why,
+			      sizeof(why)) < 0)
+			return fail(err, errlen, name, lineno,
+				    "bad value for %s: '%.64s': %s",
+				    key_names[k], val, why);
+	}
+	copy_string(cfg->file, sizeof(cfg->file), name);
+	return 0;
+}
+
+int config_load(struct config *cfg, const char *path, int must_exist,
+		char *err, size_t errlen)
+{
+	unsigned char *buf;
+	size_t len;
+	int ret;
+
+	ret = read_file(path, CONFIG_MAX_SIZE, &buf, &len);
+	if (ret == ENOENT && !must_exist)
+		return 0;
+	if (ret == EFBIG)
+		return fail(err, errlen, path, 0, "file too large");
+	if (ret)
+		return fail(err, errlen, path, 0, "cannot read: %s",
+			    strerror(ret));
+	ret = config_parse(cfg, path, (const char *)buf, len, err, errlen);
+	free(buf);
+	return ret;
+}

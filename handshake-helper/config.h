@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The ini-style configuration file, see tlsh-helper.conf(5). */
+#ifndef TLSH_CONFIG_H
+#define TLSH_CONFIG_H
+
+#include <limits.h>
+#include <stddef.h>
+
+#ifndef TLSH_CONFIG_FILE
+#define TLSH_CONFIG_FILE "/etc/tlsh/tlsh-helper.conf"
+#endif
+
+/*
+ * Only ciphers the 6.1 kTLS can take (AES-128/256-GCM, CHACHA20-POLY1305,
+ * AES-128-CCM), TLS 1.3 and (if tls12 = yes) TLS 1.2, no session tickets.
+ */
+#define TLSH_DEFAULT_PRIORITIES                                            \
+	"SECURE256:+SECURE128:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:"        \
+	"-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:+CHACHA20-POLY1305:"        \
+	"+AES-128-CCM:%NO_TICKETS"
+
+#define TLSH_PRIORITIES_MAX	1024	/* bytes, config and kernel */
+#define TLSH_DEFAULT_IDLE	5	/* seconds */
+#define TLSH_DEFAULT_HS_TIMEOUT	15	/* seconds */
+#define TLSH_MAX_IDLE		86400
+#define TLSH_MAX_HS_TIMEOUT	600
+
+struct config {
+	char file[PATH_MAX];		/* "" if defaults only */
+	char trust_store[PATH_MAX];	/* "" = system trust */
+	unsigned trust_store_line;
+	char crl[PATH_MAX];		/* "" = none */
+	unsigned crl_line;
+	char priorities[TLSH_PRIORITIES_MAX + 1];	/* "" = built-in */
+	int tls12;			/* allow TLS 1.2 */
+	unsigned idle_timeout;		/* seconds, 0 = never */
+	unsigned handshake_timeout;	/* seconds */
+	int log_level;			/* enum tlsh_log_level */
+	int encryption_only;		/* no server authentication */
+};
+
+void config_defaults(struct config *cfg);
+
+/*
+ * Load PATH.  If must_exist is 0 a missing file means defaults.  On error
+ * returns -1 with "FILE:LINE: message" (or "FILE: message") in err.
+ */
+int config_load(struct config *cfg, const char *path, int must_exist,
+		char *err, size_t errlen);
+
+/* Parse an in-memory file; name is used in messages. */
+int config_parse(struct config *cfg, const char *name, const char *buf,
+		 size_t len, char *err, size_t errlen);
+
+/* Check a priority string with gnutls_priority_init(); returns 0 or -1
+ * with a message in err. */
+int config_check_priorities(const char *prio, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,437 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Client-side TLS handshake with GnuTLS.
+ *
+ * One shared certificate credential holds the trust store; a client
+ * certificate is handed out per session through the retrieve callback, so
+ * concurrent handshakes with different client certificates share it.  The
+ * handshake runs on a non-blocking fd with poll() and an absolute deadline,
+ * so a stalled peer costs nothing but its own thread.
+ */
+#include "handshake.h"
+#include "ktls.h"
+#include "log.h"
+#include "tlsh_uapi.h"
+#include "util.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <gnutls/x509.h>
+
+#define PSK_KX ":+ECDHE-PSK:+DHE-PSK:+PSK"
+
+static gnutls_certificate_credentials_t hs_xcred;
+static const struct config *hs_cfg;
+
+static int retrieve_cert(gnutls_session_t s, const gnutls_datum_t *req_ca_dn,
+			 int nreqs, const gnutls_pk_algorithm_t *pk_algos,
+			 int pk_algos_length, gnutls_pcert_st **pcert,
+			 unsigned int *pcert_length, gnutls_privkey_t *pkey)
+{
+	const struct hs_session *hs = gnutls_session_get_ptr(s);
+
+	(void)req_ca_dn;
+	(void)nreqs;
+	(void)pk_algos;
+	(void)pk_algos_length;
+	if (!hs || !hs->x509 || !hs->x509->npcerts || !hs->x509->key) {
+		*pcert = NULL;
+		*pcert_length = 0;
+		*pkey = NULL;
+		return 0;
+	}
+	/* Owned by the caller of hs_run(); GnuTLS does not free these. */
+	*pcert = (gnutls_pcert_st *)hs->x509->pcerts;
+	*pcert_length = hs->x509->npcerts;
+	*pkey = hs->x509->key;
+	return 0;
+}
+
+int hs_global_init(const struct config *cfg, char *err, size_t errlen)
+{
+	int ret;
+
+	hs_cfg = cfg;
+	ret = gnutls_global_init();
+	if (ret < 0) {
+		snprintf(err, errlen, "GnuTLS initialisation failed: %s",
+			 gnutls_strerror(ret));
+		return -1;
+	}
+	ret = gnutls_certificate_allocate_credentials(&hs_xcred);
+	if (ret < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	gnutls_certificate_set_retrieve_function2(hs_xcred, retrieve_cert);
+	if (cfg->encryption_only) {
+		log_warn("encryption-only = yes: server certificates are NOT verified");
+		return 0;
+	}
+	if (cfg->trust_store[0] == '\0') {
+		ret = gnutls_certificate_set_x509_system_trust(hs_xcred);
+		if (ret < 0) {
+			snprintf(err, errlen, "cannot load the system trust store: %s",
+				 gnutls_strerror(ret));
+			return -1;
+		}
+		if (ret == 0)
+			log_warn("the system trust store is empty: no server certificate will verify");
+		else
+			log_debug("loaded %d CA certificates from the system trust store",
+				  ret);
+	} else {
+		ret = gnutls_certificate_set_x509_trust_file(hs_xcred,
+				cfg->trust_store, GNUTLS_X509_FMT_PEM);
+		if (ret <= 0) {
+			snprintf(err, errlen,
+				 "%s:%u: trust-store %s: %s", cfg->file,
+				 cfg->trust_store_line, cfg->trust_store,
+				 ret < 0 ? gnutls_strerror(ret)
+					 : "no PEM certificates in file");
+			return -1;
+		}
+		log_debug("loaded %d CA certificates from %s", ret,
+			  cfg->trust_store);
+	}
+	if (cfg->crl[0]) {
+		ret = gnutls_certificate_set_x509_crl_file(hs_xcred, cfg->crl,
+							   GNUTLS_X509_FMT_PEM);
+		if (ret <= 0)
+			ret = gnutls_certificate_set_x509_crl_file(hs_xcred,
+					cfg->crl, GNUTLS_X509_FMT_DER);
+		if (ret <= 0) {
+			snprintf(err, errlen, "%s:%u: crl %s: %s", cfg->file,
+				 cfg->crl_line, cfg->crl,
+				 ret < 0 ? gnutls_strerror(ret) : "no CRL in file");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void hs_global_deinit(void)
+{
+	if (hs_xcred)
+		gnutls_certificate_free_credentials(hs_xcred);
+	hs_xcred = NULL;
+	gnutls_global_deinit();
+}
+
+int hs_priorities(const struct config *cfg, const char *requested, int type,
+		  char *out, size_t outlen)
+{
+	const char *base;
+	const char *psk = "";
+	int n;
+
+	if (requested && *requested) {
+		base = requested;
+	} else {
+		base = cfg->priorities[0] ? cfg->priorities
+					  : TLSH_DEFAULT_PRIORITIES;
+		if (type == TLSH_TYPE_CLIENTHELLO_PSK)
+			psk = PSK_KX;
+	}
+	n = snprintf(out, outlen, "%s%s%s", base, psk,
+		     cfg->tls12 ? "" : ":-VERS-TLS1.2");
+	return (n < 0 || (size_t)n >= outlen) ? -1 : 0;
+}
+
+void hs_describe(gnutls_session_t s, char *buf, size_t len)
+{
+	const char *v = gnutls_protocol_get_name(gnutls_protocol_get_version(s));
+	const char *c = gnutls_cipher_get_name(gnutls_cipher_get(s));
+
+	snprintf(buf, len, "%s %s", v ? v : "?", c ? c : "?");
+}
+
+/* "signer unknown, expired" from a verification status. */
+static void verify_reasons(unsigned status, char *buf, size_t len)
+{
+	static const struct {
+		unsigned bit;
+		const char *text;
+	} reasons[] = {
+		{ GNUTLS_CERT_SIGNER_NOT_FOUND, "signer unknown" },
+		{ GNUTLS_CERT_UNEXPECTED_OWNER, "name does not match" },
+		{ GNUTLS_CERT_EXPIRED, "expired" },
+		{ GNUTLS_CERT_NOT_ACTIVATED, "not yet valid" },
+		{ GNUTLS_CERT_REVOKED, "revoked" },
+		{ GNUTLS_CERT_SIGNATURE_FAILURE, "bad signature" },
+		{ GNUTLS_CERT_SIGNER_NOT_CA, "signer is not a CA" },
+		{ GNUTLS_CERT_INSECURE_ALGORITHM, "insecure algorithm" },
+		{ GNUTLS_CERT_PURPOSE_MISMATCH, "not a TLS server certificate" },
+		{ GNUTLS_CERT_SIGNER_CONSTRAINTS_FAILURE, "signer constraints violated" },
+		{ GNUTLS_CERT_UNKNOWN_CRIT_EXTENSIONS, "unknown critical extension" },
+		{ GNUTLS_CERT_REVOCATION_DATA_SUPERSEDED, "revocation data too old" },
+		{ GNUTLS_CERT_REVOCATION_DATA_ISSUED_IN_FUTURE, "revocation data from the future" },
+	};
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++) {
+		int n;
+
+		if (!(status & reasons[i].bit))
+			continue;
+		n = snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
+			     reasons[i].text);
+		if (n < 0 || (size_t)n >= len - used)
+			return;
+		used += (size_t)n;
+	}
+	if (!used)
+		snprintf(buf, len, "verification failed (status 0x%x)", status);
+}
+
+/* Name (or address) and purpose the server certificate must match. */
+static void set_verification(struct hs_session *hs, const struct hs_params *p)
+{
+	gnutls_typed_vdata_st *vd = hs->vdata;
+	size_t iplen = 0;
+	unsigned n = 0;
+
+	memset(hs->vdata, 0, sizeof(hs->vdata));
+	if (p->peername && *p->peername) {
+		if (ip_literal(p->peername, hs->vd_ip, &iplen)) {
+			vd[n].type = GNUTLS_DT_IP_ADDRESS;
+			vd[n].data = hs->vd_ip;
+			vd[n].size = (unsigned)iplen;
+		} else {
+			copy_string(hs->vd_name, sizeof(hs->vd_name), p->peername);
+			vd[n].type = GNUTLS_DT_DNS_HOSTNAME;
+			vd[n].data = (unsigned char *)hs->vd_name;
+			vd[n].size = 0;
+		}
+		n++;
+	} else if (p->peer_ip_len == 4 || p->peer_ip_len == 16) {
+		memcpy(hs->vd_ip, p->peer_ip, p->peer_ip_len);
+		vd[n].type = GNUTLS_DT_IP_ADDRESS;
+		vd[n].data = hs->vd_ip;
+		vd[n].size = (unsigned)p->peer_ip_len;
+		n++;
+	} else {
+		log_warn("no peer name or address: verifying the certificate chain only");
+	}
+	vd[n].type = GNUTLS_DT_KEY_PURPOSE_OID;
+	vd[n].data = (unsigned char *)GNUTLS_KP_TLS_WWW_SERVER;
+	vd[n].size = 0;
+	n++;
+	gnutls_session_set_verify_cert2(hs->session, vd, n, 0);
+}
+
+static const char *verify_subject(const struct hs_params *p, char *buf,
+				  size_t len)
+{
+	if (p->peername && *p->peername)
+		return p->peername;
+	if (p->peer_ip_len == 4 || p->peer_ip_len == 16) {
+		if (inet_ntop(p->peer_ip_len == 4 ? AF_INET : AF_INET6,
+			      p->peer_ip, buf, (socklen_t)len))
+			return buf;
+	}
+	return "peer";
+}
+
+static int classify(gnutls_session_t s, const struct hs_params *p, int ret,
+		    char *err, size_t errlen)
+{
+	char why[256], addr[64];
+	gnutls_alert_description_t a;
+	const char *an;
+
+	switch (ret) {
+	case GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR:
+		verify_reasons(gnutls_session_get_verify_cert_status(s), why,
+			       sizeof(why));
+		snprintf(err, errlen, "certificate for %s not trusted: %s",
+			 verify_subject(p, addr, sizeof(addr)), why);
+		return EKEYREJECTED;
+	case GNUTLS_E_CERTIFICATE_ERROR:
+	case GNUTLS_E_NO_CERTIFICATE_FOUND:
+	case GNUTLS_E_CERTIFICATE_REQUIRED:
+		snprintf(err, errlen, "certificate for %s not trusted: %s",
+			 verify_subject(p, addr, sizeof(addr)),
+			 gnutls_strerror(ret));
+		return EKEYREJECTED;
+	case GNUTLS_E_FATAL_ALERT_RECEIVED:
+		a = gnutls_alert_get(s);
+		an = gnutls_alert_get_name(a);
+		snprintf(err, errlen, "peer sent fatal alert: %s",
+			 an ? an : "unknown");
+		return EACCES;
+	case GNUTLS_E_TIMEDOUT:
+		snprintf(err, errlen, "handshake timed out after %u ms",
+			 p->timeout_ms);
+		return ETIMEDOUT;
+	case GNUTLS_E_PREMATURE_TERMINATION:
+	case GNUTLS_E_UNEXPECTED_PACKET_LENGTH:
+		snprintf(err, errlen, "peer closed the connection during the handshake");
+		return EPROTO;
+	case GNUTLS_E_PUSH_ERROR:
+	case GNUTLS_E_PULL_ERROR:
+		snprintf(err, errlen, "connection error during the handshake: %s",
+			 strerror(errno));
+		return EPROTO;
+	default:
+		snprintf(err, errlen, "TLS handshake failed: %s",
+			 gnutls_strerror(ret));
+		return EPROTO;
+	}
+}
+
+static int drive_handshake(gnutls_session_t s, int fd, const struct hs_params *p,
+			   char *err, size_t errlen)
+{
+	uint64_t deadline = now_ms() + p->timeout_ms;
+
+	for (;;) {
+		struct pollfd pfd;
+		uint64_t now;
+		int pr, ret;
+
+		ret = gnutls_handshake(s);
+		if (ret == 0)
+			return 0;
+		if (ret != GNUTLS_E_AGAIN && ret != GNUTLS_E_INTERRUPTED) {
+			if (!gnutls_error_is_fatal(ret)) {
+				log_debug("non-fatal during handshake: %s",
+					  gnutls_strerror(ret));
+				continue;
+			}
+			return classify(s, p, ret, err, errlen);
+		}
+		now = now_ms();
+		if (now >= deadline)
+			return classify(s, p, GNUTLS_E_TIMEDOUT, err, errlen);
+		pfd.fd = fd;
+		pfd.events = gnutls_record_get_direction(s) ? POLLOUT : POLLIN;
+		pfd.revents = 0;
+		pr = poll(&pfd, 1, (int)(deadline - now));
+		if (pr == 0)
+			return classify(s, p, GNUTLS_E_TIMEDOUT, err, errlen);
+		if (pr < 0 && errno != EINTR) {
+			snprintf(err, errlen, "poll: %s", strerror(errno));
+			return EPROTO;
+		}
+	}
+}
+
+int hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
+	   char *err, size_t errlen)
+{
+	char prio[TLSH_PRIORITIES_MAX + 64];
+	const char *errpos = NULL;
+	int ret, flags, status;
+
+	memset(hs, 0, sizeof(*hs));
+	if (p->type != TLSH_TYPE_CLIENTHELLO_X509 &&
+	    p->type != TLSH_TYPE_CLIENTHELLO_PSK) {
+		snprintf(err, errlen, "unsupported handshake type %d", p->type);
+		return EINVAL;
+	}
+	if (p->type == TLSH_TYPE_CLIENTHELLO_PSK && (!p->psk || !p->psk->keylen)) {
+		snprintf(err, errlen, "PSK handshake without a PSK");
+		return EINVAL;
+	}
+	if (p->timeout_ms == 0) {
+		snprintf(err, errlen, "no time left for the handshake");
+		return ETIMEDOUT;
+	}
+	if (hs_priorities(hs_cfg, p->priorities, p->type, prio, sizeof(prio)) < 0) {
+		snprintf(err, errlen, "priority string too long");
+		return EINVAL;
+	}
+
+	ret = gnutls_init(&hs->session, GNUTLS_CLIENT | GNUTLS_NO_SIGNAL |
+			  GNUTLS_NO_TICKETS);
+	if (ret < 0) {
+		snprintf(err, errlen, "gnutls_init: %s", gnutls_strerror(ret));
+		hs->session = NULL;
+		return ENOMEM;
+	}
+	gnutls_session_set_ptr(hs->session, hs);
+	ret = gnutls_priority_set_direct(hs->session, prio, &errpos);
+	if (ret < 0) {
+		snprintf(err, errlen, "bad priority string%s%.40s%s: %s",
+			 errpos ? " at '" : "", errpos ? errpos : "",
+			 errpos ? "'" : "", gnutls_strerror(ret));
+		return EINVAL;
+	}
+
+	if (p->type == TLSH_TYPE_CLIENTHELLO_PSK) {
+		gnutls_datum_t key = { (unsigned char *)p->psk->key,
+				       (unsigned)p->psk->keylen };
+
+		ret = gnutls_psk_allocate_client_credentials(&hs->pskcred);
+		if (ret == 0)
+			ret = gnutls_psk_set_client_credentials(hs->pskcred,
+					p->psk->identity, &key,
+					GNUTLS_PSK_KEY_RAW);
+		if (ret == 0)
+			ret = gnutls_credentials_set(hs->session, GNUTLS_CRD_PSK,
+						     hs->pskcred);
+	} else {
+		hs->x509 = p->x509;
+		ret = gnutls_credentials_set(hs->session, GNUTLS_CRD_CERTIFICATE,
+					     hs_xcred);
+		if (ret == 0 && !hs_cfg->encryption_only)
+			set_verification(hs, p);
+	}
+	if (ret < 0) {
+		snprintf(err, errlen, "setting credentials: %s",
+			 gnutls_strerror(ret));
+		return EINVAL;
+	}
+	if (p->peername && *p->peername && valid_dns_name(p->peername)) {
+		unsigned char ip[16];
+		size_t iplen;
+
+		if (!ip_literal(p->peername, ip, &iplen))
+			gnutls_server_name_set(hs->session, GNUTLS_NAME_DNS,
+					       p->peername, strlen(p->peername));
+	}
+	if (hs_cfg->encryption_only && p->type == TLSH_TYPE_CLIENTHELLO_X509)
+		log_info("encryption-only: not verifying the certificate of %s",
+			 p->peername && *p->peername ? p->peername : "the peer");
+
+	gnutls_transport_set_int(hs->session, fd);
+	gnutls_handshake_set_timeout(hs->session, p->timeout_ms);
+
+	flags = fcntl(fd, F_GETFL);
+	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+		snprintf(err, errlen, "fcntl: %s", strerror(errno));
+		return EINVAL;
+	}
+	status = drive_handshake(hs->session, fd, p, err, errlen);
+	if (fcntl(fd, F_SETFL, flags) < 0 && !status) {
+		snprintf(err, errlen, "fcntl: %s", strerror(errno));
+		status = EIO;
+	}
+	if (status)
+		return status;
+
+	if (gnutls_record_check_pending(hs->session) > 0) {
+		snprintf(err, errlen,
+			 "peer sent application data before the handshake completed");
+		return EPROTO;
+	}
+	if (ktls_check(hs->session, err, errlen) < 0)
+		return EPROTO;
+	return 0;
+}
+
+void hs_session_free(struct hs_session *hs)
+{
+	if (hs->session)
+		gnutls_deinit(hs->session);
+	if (hs->pskcred)
+		gnutls_psk_free_client_credentials(hs->pskcred);
+	memset(hs, 0, sizeof(*hs));
+}

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The GnuTLS client handshake, shared by the kernel and --connect modes. */
+#ifndef TLSH_HANDSHAKE_H
+#define TLSH_HANDSHAKE_H
+
+#include <stddef.h>
+
+#include <gnutls/gnutls.h>
+
+#include "config.h"
+#include "keyring.h"
+
+struct hs_params {
+	int type;			/* TLSH_TYPE_CLIENTHELLO_X509 / _PSK */
+	const char *priorities;		/* NULL or "": configured default */
+	const char *peername;		/* NULL or "": none */
+	/* Raw peer address, used to verify the certificate when there is
+	 * no peer name (4 or 16 bytes; 0 = unknown). */
+	unsigned char peer_ip[16];
+	size_t peer_ip_len;
+	const struct tlsh_x509 *x509;	/* client certificate, or NULL */
+	const struct tlsh_psk *psk;	/* for TLSH_TYPE_CLIENTHELLO_PSK */
+	unsigned timeout_ms;		/* whole handshake */
+};
+
+struct hs_session {
+	gnutls_session_t session;
+	gnutls_psk_client_credentials_t pskcred;
+	const struct tlsh_x509 *x509;
+	/* GnuTLS keeps pointers to the verification data: it lives here. */
+	gnutls_typed_vdata_st vdata[2];
+	unsigned char vd_ip[16];
+	char vd_name[256];
+};
+
+/* Load the trust store / CRL from cfg.  cfg must outlive all handshakes.
+ * Returns 0 or -1 with a message in err. */
+int hs_global_init(const struct config *cfg, char *err, size_t errlen);
+void hs_global_deinit(void);
+
+/*
+ * Run a client handshake on connected socket fd (made non-blocking for the
+ * duration, restored afterwards).  On success returns 0 and leaves the
+ * session in hs (free it with hs_session_free()).  On failure returns the
+ * positive errno to report to the kernel - EKEYREJECTED (certificate not
+ * verified), EACCES (fatal alert from the peer), ETIMEDOUT, EPROTO (other
+ * TLS errors, negotiated cipher not usable by kTLS), EINVAL (bad
+ * parameters) - with one line describing the reason in err.
+ */
+int hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
+	   char *err, size_t errlen);
+void hs_session_free(struct hs_session *hs);
+
+/* Effective priority string for a handshake. 0 or -1 (too long). */
+int hs_priorities(const struct config *cfg, const char *requested, int type,
+		  char *out, size_t outlen);
+
+/* "TLS1.3 AES-256-GCM" */
+void hs_describe(gnutls_session_t s, char *buf, size_t len);
+
+#endif

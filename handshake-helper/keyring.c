@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Certificates, private keys and PSKs from key payloads.
+ *
+ * Never logs or returns key material: error messages name the key serial
+ * and what is wrong with it, nothing else.
+ */
+#include "keyring.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <keyutils.h>
+#include <gnutls/x509.h>
+
+static int is_pem(const unsigned char *buf, size_t len)
+{
+	return memmem(buf, len, "-----BEGIN ", 11) != NULL;
+}
+
+void keyring_free_payload(unsigned char *buf, size_t len)
+{
+	if (!buf)
+		return;
+	explicit_bzero(buf, len);
+	free(buf);
+}
+
+int keyring_read(int32_t serial, unsigned char **buf, size_t *len,
+		 char *err, size_t errlen)
+{
+	char *desc = NULL;
+	void *data = NULL;
+	long n;
+	int e;
+
+	if (serial <= 0) {
+		snprintf(err, errlen, "invalid key serial %d", serial);
+		return EINVAL;
+	}
+	/* "type;uid;gid;perm;description" */
+	if (keyctl_describe_alloc(serial, &desc) < 0) {
+		e = errno;
+		snprintf(err, errlen, "cannot read key %d: %s", serial,
+			 strerror(e));
+		return e;
+	}
+	if (strncmp(desc, "user;", 5) != 0 && strncmp(desc, "big_key;", 8) != 0) {
+		const char *semi = strchr(desc, ';');
+		int tl = semi ? (int)(semi - desc) : (int)strlen(desc);
+
+		snprintf(err, errlen,
+			 "key %d is of type '%.*s', expected 'user' or 'big_key'",
+			 serial, tl > 32 ? 32 : tl, desc);
+		free(desc);
+		return EINVAL;
+	}
+	free(desc);
+	n = keyctl_read_alloc(serial, &data);
+	if (n < 0) {
+		e = errno;
+		snprintf(err, errlen, "cannot read key %d: %s", serial,
+			 strerror(e));
+		return e;
+	}
+	if (n == 0 || n > TLSH_PAYLOAD_MAX) {
+		keyring_free_payload(data, (size_t)n);
+		snprintf(err, errlen, "key %d: %s payload", serial,
+			 n == 0 ? "empty" : "oversized");
+		return EINVAL;
+	}
+	*buf = data;
+	*len = (size_t)n;
+	return 0;
+}
+
+void keyring_x509_free(struct tlsh_x509 *x)
+{
+	for (unsigned i = 0; i < x->npcerts; i++)
+		gnutls_pcert_deinit(&x->pcerts[i]);
+	x->npcerts = 0;
+	if (x->key)
+		gnutls_privkey_deinit(x->key);
+	x->key = NULL;
+}
+
+int keyring_parse_certs(struct tlsh_x509 *x, const unsigned char *buf,
+			size_t len, char *err, size_t errlen)
+{
+	gnutls_datum_t d = { (unsigned char *)buf, (unsigned)len };
+	int ret;
+
+	if (len == 0 || len > TLSH_PAYLOAD_MAX) {
+		snprintf(err, errlen, "certificate payload is %s",
+			 len ? "too large" : "empty");
+		return EINVAL;
+	}
+	if (is_pem(buf, len)) {
+		unsigned n = TLSH_MAX_CHAIN;
+
+		ret = gnutls_pcert_list_import_x509_raw(x->pcerts, &n, &d,
+				GNUTLS_X509_FMT_PEM,
+				GNUTLS_X509_CRT_LIST_FAIL_IF_UNSORTED);
+		if (ret == GNUTLS_E_SHORT_MEMORY_BUFFER) {
+			snprintf(err, errlen,
+				 "certificate chain longer than %d certificates",
+				 TLSH_MAX_CHAIN);
+			return EINVAL;
+		}
+		if (ret < 0 || n == 0) {
+			snprintf(err, errlen, "bad PEM certificate: %s",
+				 ret < 0 ? gnutls_strerror(ret) : "none found");
+			return EINVAL;
+		}
+		x->npcerts = n;
+		return 0;
+	}
+	ret = gnutls_pcert_import_x509_raw(&x->pcerts[0], &d,
+					   GNUTLS_X509_FMT_DER, 0);
+	if (ret < 0) {
+		snprintf(err, errlen,
+			 "not a PEM or DER X.509 certificate: %s",
+			 gnutls_strerror(ret));
+		return EINVAL;
+	}
+	x->npcerts = 1;
+	return 0;
+}
+
+/* Compare the public key of the certificate with that of the key. */
+static int key_matches_cert(gnutls_privkey_t key, const gnutls_pcert_st *pc)
+{
+	gnutls_pubkey_t pub;
+	gnutls_datum_t a = { NULL, 0 }, b = { NULL, 0 };
+	int match = 0;
+
+	if (gnutls_pubkey_init(&pub) < 0)
+		return 0;
+	if (gnutls_pubkey_import_privkey(pub, key, 0, 0) == 0 &&
+	    gnutls_pubkey_export2(pub, GNUTLS_X509_FMT_DER, &a) == 0 &&
+	    gnutls_pubkey_export2(pc->pubkey, GNUTLS_X509_FMT_DER, &b) == 0)
+		match = a.size == b.size && memcmp(a.data, b.data, a.size) == 0;
+	gnutls_free(a.data);
+	gnutls_free(b.data);
+	gnutls_pubkey_deinit(pub);
+	return match;
+}
+
+int keyring_parse_privkey(struct tlsh_x509 *x, const unsigned char *buf,
+			  size_t len, char *err, size_t errlen)
+{
+	gnutls_datum_t d = { (unsigned char *)buf, (unsigned)len };
+	gnutls_privkey_t key;
+	int ret, pem;
+
+	if (len == 0 || len > TLSH_PAYLOAD_MAX) {
+		snprintf(err, errlen, "private key payload is %s",
+			 len ? "too large" : "empty");
+		return EINVAL;
+	}
+	pem = is_pem(buf, len);
+	if (gnutls_privkey_init(&key) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return ENOMEM;
+	}
+	ret = gnutls_privkey_import_x509_raw(key, &d,
+			pem ? GNUTLS_X509_FMT_PEM : GNUTLS_X509_FMT_DER,
+			NULL, GNUTLS_PKCS_PLAIN);
+	if (ret < 0) {
+		gnutls_privkey_deinit(key);
+		if (ret == GNUTLS_E_DECRYPTION_FAILED ||
+		    (pem && memmem(buf, len, "ENCRYPTED", 9)))
+			snprintf(err, errlen,
+				 "private key is encrypted (store it unencrypted in the key)");
+		else
+			snprintf(err, errlen, "not a %s private key: %s",
+				 pem ? "PEM" : "DER", gnutls_strerror(ret));
+		return EINVAL;
+	}
+	if (x->npcerts && !key_matches_cert(key, &x->pcerts[0])) {
+		gnutls_privkey_deinit(key);
+		snprintf(err, errlen,
+			 "client certificate and private key do not match");
+		return EINVAL;
+	}
+	x->key = key;
+	return 0;
+}
+
+static int hexval(unsigned char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+void keyring_psk_clear(struct tlsh_psk *psk)
+{
+	explicit_bzero(psk, sizeof(*psk));
+}
+
+/* One "IDENTITY:HEXKEY" line (without the newline). */
+static int parse_psk_line(struct tlsh_psk *psk, const unsigned char *l,
+			  size_t len, unsigned lineno, char *err, size_t errlen)
+{
+	const unsigned char *colon = memchr(l, ':', len);
+	size_t idlen, hexlen;
+
+	if (!colon) {
+		snprintf(err, errlen, "PSK line %u: expected IDENTITY:HEXKEY",
+			 lineno);
+		return EINVAL;
+	}
+	idlen = (size_t)(colon - l);
+	if (idlen == 0 || idlen > TLSH_PSK_ID_MAX) {
+		snprintf(err, errlen, "PSK line %u: identity must be 1..%d bytes",
+			 lineno, TLSH_PSK_ID_MAX);
+		return EINVAL;
+	}
+	for (size_t i = 0; i < idlen; i++)
+		if (l[i] <= 0x20 || l[i] >= 0x7f) {
+			snprintf(err, errlen,
+				 "PSK line %u: identity must be printable ASCII without spaces",
+				 lineno);
+			return EINVAL;
+		}
+	hexlen = len - idlen - 1;
+	if (hexlen % 2 || hexlen / 2 < TLSH_PSK_MIN || hexlen / 2 > TLSH_PSK_MAX) {
+		snprintf(err, errlen,
+			 "PSK line %u: key must be %d..%d bytes as an even number of hex digits",
+			 lineno, TLSH_PSK_MIN, TLSH_PSK_MAX);
+		return EINVAL;
+	}
+	for (size_t i = 0; i < hexlen / 2; i++) {
+		int hi = hexval(colon[1 + 2 * i]), lo = hexval(colon[2 + 2 * i]);
+
+		if (hi < 0 || lo < 0) {
+			keyring_psk_clear(psk);
+			snprintf(err, errlen, "PSK line %u: key is not hexadecimal",
+				 lineno);
+			return EINVAL;
+		}
+		psk->key[i] = (unsigned char)(hi << 4 | lo);
+	}
+	memcpy(psk->identity, l, idlen);
+	psk->identity[idlen] = '\0';
+	psk->keylen = hexlen / 2;
+	return 0;
+}
+
+int keyring_parse_psk(struct tlsh_psk *psk, const unsigned char *buf,
+		      size_t len, const char *want_identity, char *err,
+		      size_t errlen)
+{
+	unsigned lineno = 0, found = 0;
+	size_t pos = 0;
+
+	keyring_psk_clear(psk);
+	if (memchr(buf, '\0', len)) {
+		snprintf(err, errlen, "PSK payload contains a NUL byte");
+		return EINVAL;
+	}
+	while (pos < len) {
+		const unsigned char *line = buf + pos;
+		const unsigned char *nl = memchr(line, '\n', len - pos);
+		const unsigned char *stop = nl ? nl : buf + len;
+		size_t l = (size_t)(stop - line);
+		struct tlsh_psk tmp;
+		int ret;
+
+		pos += l + (nl ? 1 : 0);
+		lineno++;
+		if (l && line[l - 1] == '\r')
+			l--;
+		if (l == 0)
+			continue;
+		if (want_identity) {
+			size_t wl = strlen(want_identity);
+
+			if (l <= wl || line[wl] != ':' ||
+			    memcmp(line, want_identity, wl) != 0)
+				continue;
+		}
+		memset(&tmp, 0, sizeof(tmp));
+		ret = parse_psk_line(&tmp, line, l, lineno, err, errlen);
+		if (ret) {
+			keyring_psk_clear(&tmp);
+			keyring_psk_clear(psk);
+			return ret;
+		}
+		if (found++) {
+			keyring_psk_clear(&tmp);
+			keyring_psk_clear(psk);
+			if (want_identity)
+				snprintf(err, errlen,
+					 "PSK identity '%.*s' appears more than once",
+					 TLSH_PSK_ID_MAX, want_identity);
+			else
+				snprintf(err, errlen, "more than one PSK entry");
+			return EINVAL;
+		}
+		*psk = tmp;
+		keyring_psk_clear(&tmp);
+	}
+	if (!found) {
+		if (want_identity)
+			snprintf(err, errlen, "no PSK for identity '%.*s'",
+				 TLSH_PSK_ID_MAX, want_identity);
+		else
+			snprintf(err, errlen, "no PSK entry (expected IDENTITY:HEXKEY)");
+		return EINVAL;
+	}
+	return 0;
+}
+
+int keyring_load_x509(struct tlsh_x509 *x, int32_t cert, int32_t privkey,
+		      char *err, size_t errlen)
+{
+	unsigned char *buf = NULL;
+	size_t len = 0;
+	char why[256];
+	int ret;
+
+	ret = keyring_read(cert, &buf, &len, err, errlen);
+	if (ret)
+		return ret;
+	ret = keyring_parse_certs(x, buf, len, why, sizeof(why));
+	keyring_free_payload(buf, len);
+	if (ret) {
+		snprintf(err, errlen, "certificate key %d: %s", cert, why);
+		return ret;
+	}
+	ret = keyring_read(privkey, &buf, &len, err, errlen);
+	if (ret) {
+		keyring_x509_free(x);
+		return ret;
+	}
+	ret = keyring_parse_privkey(x, buf, len, why, sizeof(why));
+	keyring_free_payload(buf, len);
+	if (ret) {
+		keyring_x509_free(x);
+		snprintf(err, errlen, "private key %d: %s", privkey, why);
+		return ret;
+	}
+	return 0;
+}
+
+int keyring_load_psk(struct tlsh_psk *psk, int32_t serial, char *err,
+		     size_t errlen)
+{
+	unsigned char *buf = NULL;
+	size_t len = 0;
+	char why[256];
+	int ret;
+
+	ret = keyring_read(serial, &buf, &len, err, errlen);
+	if (ret)
+		return ret;
+	ret = keyring_parse_psk(psk, buf, len, NULL, why, sizeof(why));
+	keyring_free_payload(buf, len);
+	if (ret)
+		snprintf(err, errlen, "PSK key %d: %s", serial, why);
+	return ret;
+}

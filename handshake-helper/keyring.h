@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Key material named by key serials.  The parsers take a buffer, so they
+ * are testable without a kernel keyring; keyring_read() fetches a payload.
+ *
+ * Payload formats (see tlsh-helper(8)):
+ *   certificate  one X.509 certificate in DER, or one or more in PEM
+ *                (leaf first, then intermediates)
+ *   private key  PEM or DER; PKCS#8 (unencrypted), PKCS#1 RSA or SEC1 EC
+ *   PSK          one line "IDENTITY:HEXKEY", as in a psktool(1) file
+ */
+#ifndef TLSH_KEYRING_H
+#define TLSH_KEYRING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <gnutls/gnutls.h>
+#include <gnutls/abstract.h>
+
+#define TLSH_MAX_CHAIN		16
+#define TLSH_PSK_ID_MAX		128
+#define TLSH_PSK_MIN		16	/* bytes */
+#define TLSH_PSK_MAX		64	/* bytes */
+#define TLSH_PAYLOAD_MAX	(1024 * 1024)
+
+struct tlsh_x509 {
+	gnutls_pcert_st pcerts[TLSH_MAX_CHAIN];
+	unsigned npcerts;
+	gnutls_privkey_t key;
+};
+
+struct tlsh_psk {
+	char identity[TLSH_PSK_ID_MAX + 1];
+	unsigned char key[TLSH_PSK_MAX];
+	size_t keylen;
+};
+
+/*
+ * Read the payload of key SERIAL (a "user" or "big_key" key).  Returns 0 or
+ * a positive errno with a message in err; *buf is to be released with
+ * keyring_free_payload().
+ */
+int keyring_read(int32_t serial, unsigned char **buf, size_t *len,
+		 char *err, size_t errlen);
+void keyring_free_payload(unsigned char *buf, size_t len);
+
+/* Parse a certificate (chain) into x->pcerts.  0 or EINVAL. */
+int keyring_parse_certs(struct tlsh_x509 *x, const unsigned char *buf,
+			size_t len, char *err, size_t errlen);
+/* Parse a private key into x->key and check that it matches pcerts[0]. */
+int keyring_parse_privkey(struct tlsh_x509 *x, const unsigned char *buf,
+			  size_t len, char *err, size_t errlen);
+void keyring_x509_free(struct tlsh_x509 *x);
+
+/*
+ * Parse "IDENTITY:HEXKEY" lines.  With want_identity NULL exactly one entry
+ * must be present; otherwise the entry with that identity is taken.
+ */
+int keyring_parse_psk(struct tlsh_psk *psk, const unsigned char *buf,
+		      size_t len, const char *want_identity, char *err,
+		      size_t errlen);
+void keyring_psk_clear(struct tlsh_psk *psk);
+
+/* Convenience: read serials and parse. 0 or positive errno. */
+int keyring_load_x509(struct tlsh_x509 *x, int32_t cert, int32_t privkey,
+		      char *err, size_t errlen);
+int keyring_load_psk(struct tlsh_psk *psk, int32_t serial, char *err,
+		     size_t errlen);
+
+#endif

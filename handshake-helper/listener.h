@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The AF_TLSH listener, the accept loop and the network namespace. */
+#ifndef TLSH_LISTENER_H
+#define TLSH_LISTENER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define LISTENER_MAX_INFLIGHT	128
+
+typedef void (*listener_handler)(int fd, void *arg);
+
+/* socket(AF_TLSH), bind(tlsh_key = key, 0 = own namespace), listen().
+ * Returns the listening fd or -errno with a message in err. */
+int listener_open(int32_t key, char *err, size_t errlen);
+
+/*
+ * Accept until idle: each accepted fd is handed to handler(fd, arg) on its
+ * own thread; the handler must close it.  Exits when no handshake is in
+ * flight and none has finished for idle_s seconds (0 = never), or on
+ * SIGTERM/SIGINT/SIGHUP (after the handshakes in flight are done).
+ * Closes lfd.  Returns 0, or 1 on a fatal accept error.
+ */
+int listener_run(int lfd, unsigned idle_s, listener_handler handler,
+		 void *arg);
+
+/* Block the signals listener_run() handles; call before any thread. */
+void listener_block_signals(void);
+
+/* "netns:<inum>:<seq>" -> inum, seq.  0 or -1. */
+int netns_parse_description(const char *desc, uint32_t *inum, uint64_t *seq);
+/* Check that key is a "tlsh" key and get its namespace.  0 or -errno. */
+int netns_from_key(int32_t key, uint32_t *inum, uint64_t *seq, char *err,
+		   size_t errlen);
+/* Inode number of the caller's network namespace, 0 if unknown. */
+uint32_t netns_self(void);
+
+#endif

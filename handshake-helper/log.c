@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Logging.  One call = one line.  Messages are formatted into a buffer
+ * first, control characters (which could come from a peer's certificate
+ * or a kernel-supplied name) are replaced, and the line goes to syslog
+ * and, in foreground mode, to stderr in a single write().
+ */
+#include "log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+static int log_to_syslog;
+static int log_to_stderr;
+static enum tlsh_log_level log_level = TLSH_LOG_INFO;
+static const char *log_ident = "tlsh-helper";
+
+static const char *const level_names[] = {
+	[TLSH_LOG_ERROR] = "error",
+	[TLSH_LOG_WARNING] = "warning",
+	[TLSH_LOG_INFO] = "info",
+	[TLSH_LOG_DEBUG] = "debug",
+};
+
+static const int level_prio[] = {
+	[TLSH_LOG_ERROR] = LOG_ERR,
+	[TLSH_LOG_WARNING] = LOG_WARNING,
+	[TLSH_LOG_INFO] = LOG_INFO,
+	[TLSH_LOG_DEBUG] = LOG_DEBUG,
+};
+
+void log_init(const char *ident, int to_syslog, int to_stderr)
+{
+	log_ident = ident;
+	log_to_syslog = to_syslog;
+	log_to_stderr = to_stderr;
+	if (to_syslog)
+		openlog(ident, LOG_PID, LOG_DAEMON);
+}
+
+void log_set_level(enum tlsh_log_level level)
+{
+	if (level > TLSH_LOG_DEBUG)
+		level = TLSH_LOG_DEBUG;
+	log_level = level;
+}
+
+enum tlsh_log_level log_get_level(void)
+{
+	return log_level;
+}
+
+int log_level_from_name(const char *name)
+{
+	for (size_t i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++)
+		if (strcmp(name, level_names[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
+const char *log_level_name(enum tlsh_log_level level)
+{
+	return level <= TLSH_LOG_DEBUG ? level_names[level] : "?";
+}
+
+void log_msg(enum tlsh_log_level level, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	int n;
+
+	if (level > log_level)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	for (char *p = line; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	if (log_to_syslog)
+		syslog(level_prio[level], "%s", line);
+	if (log_to_stderr) {
+		char out[1100];
+		int len = snprintf(out, sizeof(out), "%s: %s%s\n", log_ident,
+				   level == TLSH_LOG_WARNING ? "warning: " : "",
+				   line);
+
+		if (len > 0) {
+			size_t l = (size_t)len < sizeof(out) ? (size_t)len
+							     : sizeof(out) - 1;
+			if (write(STDERR_FILENO, out, l) < 0) {
+				/* nothing sensible left to do */
+			}
+		}
+	}
+}

@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Per accepted handshake socket: read what the kernel wants
+ * (SOL_TLSH options), load the key material it names, run the handshake,
+ * install kTLS, report a failure with TLSH_STATUS, close().
+ */
+#include "request.h"
+#include "handshake.h"
+#include "keyring.h"
+#include "ktls.h"
+#include "log.h"
+#include "tlsh_uapi.h"
+#include "util.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static int get_int(int fd, int opt, const char *name, int *v, char *err,
+		   size_t errlen)
+{
+	socklen_t len = sizeof(*v);
+
+	*v = 0;
+	if (getsockopt(fd, SOL_TLSH, opt, v, &len) < 0) {
+		int e = errno;
+
+		snprintf(err, errlen, "getsockopt(%s): %s", name, strerror(e));
+		return e;
+	}
+	if (len != sizeof(*v)) {
+		snprintf(err, errlen, "getsockopt(%s): unexpected length %u",
+			 name, (unsigned)len);
+		return EINVAL;
+	}
+	return 0;
+}
+
+/* String option: not NUL-terminated, length in optlen, at most max. */
+static int get_string(int fd, int opt, const char *name, char *buf,
+		      size_t max, char *err, size_t errlen)
+{
+	socklen_t len = (socklen_t)max;
+
+	buf[0] = '\0';
+	if (getsockopt(fd, SOL_TLSH, opt, buf, &len) < 0) {
+		int e = errno;
+
+		if (e == ERANGE)
+			snprintf(err, errlen, "%s longer than %zu bytes (%u)",
+				 name, max, (unsigned)len);
+		else
+			snprintf(err, errlen, "getsockopt(%s): %s", name,
+				 strerror(e));
+		return e == ERANGE ? EINVAL : e;
+	}
+	if (len > max) {
+		snprintf(err, errlen, "%s: bad length %u", name, (unsigned)len);
+		return EINVAL;
+	}
+	/* Tolerate one terminating NUL, refuse embedded ones. */
+	if (len > 0 && buf[len - 1] == '\0')
+		len--;
+	if (memchr(buf, '\0', len)) {
+		snprintf(err, errlen, "%s contains a NUL byte", name);
+		return EINVAL;
+	}
+	buf[len] = '\0';
+	return 0;
+}
+
+static void describe_peer(int fd, struct tlsh_request *r)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	char a[INET6_ADDRSTRLEN];
+
+	copy_string(r->peer, sizeof(r->peer), "unknown peer");
+	r->peer_ip_len = 0;
+	if (getpeername(fd, (struct sockaddr *)&ss, &len) < 0)
+		return;
+	if (ss.ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)&ss;
+
+		memcpy(r->peer_ip, &in->sin_addr, 4);
+		r->peer_ip_len = 4;
+		inet_ntop(AF_INET, &in->sin_addr, a, sizeof(a));
+		snprintf(r->peer, sizeof(r->peer), "%s:%u", a, ntohs(in->sin_port));
+	} else if (ss.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&ss;
+
+		memcpy(r->peer_ip, &in6->sin6_addr, 16);
+		r->peer_ip_len = 16;
+		inet_ntop(AF_INET6, &in6->sin6_addr, a, sizeof(a));
+		snprintf(r->peer, sizeof(r->peer), "[%s]:%u", a,
+			 ntohs(in6->sin6_port));
+	}
+}
+
+int request_read(int fd, const struct config *cfg, struct tlsh_request *r,
+		 char *err, size_t errlen)
+{
+	unsigned char ip[16];
+	size_t iplen;
+	uint32_t kms = 0;
+	socklen_t len = sizeof(kms);
+	int ret, v;
+
+	memset(r, 0, sizeof(*r));
+	describe_peer(fd, r);
+
+	ret = get_int(fd, TLSH_HANDSHAKE_TYPE, "TLSH_HANDSHAKE_TYPE", &r->type,
+		      err, errlen);
+	if (ret)
+		return ret;
+	if (r->type != TLSH_TYPE_CLIENTHELLO_X509 &&
+	    r->type != TLSH_TYPE_CLIENTHELLO_PSK) {
+		snprintf(err, errlen, "unsupported handshake type %d", r->type);
+		return EINVAL;
+	}
+	ret = get_string(fd, TLSH_PRIORITIES, "TLSH_PRIORITIES", r->priorities,
+			 TLSH_PRIORITIES_MAX, err, errlen);
+	if (ret)
+		return ret;
+	if (r->priorities[0] && !valid_token(r->priorities, TLSH_PRIORITIES_MAX)) {
+		snprintf(err, errlen, "TLSH_PRIORITIES is not printable ASCII");
+		return EINVAL;
+	}
+	ret = get_int(fd, TLSH_PEERID, "TLSH_PEERID", &v, err, errlen);
+	if (ret)
+		return ret;
+	r->peerid = v;
+	ret = get_int(fd, TLSH_X509_CERTIFICATE, "TLSH_X509_CERTIFICATE", &v,
+		      err, errlen);
+	if (ret)
+		return ret;
+	r->cert = v;
+	if (r->peerid < 0 || r->cert < 0) {
+		/* Negative serials are special keyrings (@t, @p, @s...) */
+		snprintf(err, errlen, "invalid key serial (peerid %d, cert %d)",
+			 r->peerid, r->cert);
+		return EINVAL;
+	}
+	if (r->type == TLSH_TYPE_CLIENTHELLO_PSK && r->peerid == 0) {
+		snprintf(err, errlen, "PSK handshake without a PSK key");
+		return EINVAL;
+	}
+	if (r->type == TLSH_TYPE_CLIENTHELLO_X509 && (r->cert == 0) != (r->peerid == 0)) {
+		snprintf(err, errlen,
+			 "client certificate key %d and private key %d must be given together",
+			 r->cert, r->peerid);
+		return EINVAL;
+	}
+	ret = get_string(fd, TLSH_PEERNAME, "TLSH_PEERNAME", r->peername,
+			 TLSH_PEERNAME_MAX, err, errlen);
+	if (ret)
+		return ret;
+	if (r->peername[0] && !valid_dns_name(r->peername) &&
+	    !ip_literal(r->peername, ip, &iplen)) {
+		snprintf(err, errlen, "TLSH_PEERNAME is neither a DNS name nor an IP address");
+		return EINVAL;
+	}
+
+	r->timeout_ms = cfg->handshake_timeout * 1000u;
+	if (getsockopt(fd, SOL_TLSH, TLSH_TIMEOUT_MS, &kms, &len) < 0) {
+		int e = errno;
+
+		if (e != ENOPROTOOPT) {
+			snprintf(err, errlen, "getsockopt(TLSH_TIMEOUT_MS): %s",
+				 strerror(e));
+			return e;
+		}
+		log_debug("%s: kernel has no TLSH_TIMEOUT_MS", r->peer);
+	} else if (len != sizeof(kms)) {
+		snprintf(err, errlen, "getsockopt(TLSH_TIMEOUT_MS): unexpected length %u",
+			 (unsigned)len);
+		return EINVAL;
+	} else if (kms < r->timeout_ms) {
+		r->timeout_ms = kms;
+	}
+	return 0;
+}
+
+static void report(int fd, int status)
+{
+	if (setsockopt(fd, SOL_TLSH, TLSH_STATUS, &status, sizeof(status)) < 0)
+		log_warn("setsockopt(TLSH_STATUS, %d): %s", status,
+			 strerror(errno));
+}
+
+void request_serve(int fd, void *arg)
+{
+	const struct config *cfg = arg;
+	struct tlsh_request r;
+	struct tlsh_x509 x509;
+	struct tlsh_psk psk;
+	struct hs_session hs;
+	struct hs_params p;
+	char err[512];
+	const char *who;
+	int status;
+
+	memset(&x509, 0, sizeof(x509));
+	memset(&psk, 0, sizeof(psk));
+	memset(&hs, 0, sizeof(hs));
+	status = request_read(fd, cfg, &r, err, sizeof(err));
+	who = r.peername[0] ? r.peername : "no peer name";
+	if (!status) {
+		log_debug("%s (%s): %s handshake, timeout %u ms, priorities %s",
+			  r.peer, who,
+			  r.type == TLSH_TYPE_CLIENTHELLO_PSK ? "PSK" : "x509",
+			  r.timeout_ms, r.priorities[0] ? r.priorities : "default");
+		if (r.type == TLSH_TYPE_CLIENTHELLO_PSK)
+			status = keyring_load_psk(&psk, r.peerid, err, sizeof(err));
+		else if (r.cert)
+			status = keyring_load_x509(&x509, r.cert, r.peerid, err,
+						   sizeof(err));
+	}
+	if (!status) {
+		memset(&p, 0, sizeof(p));
+		p.type = r.type;
+		p.priorities = r.priorities;
+		p.peername = r.peername;
+		memcpy(p.peer_ip, r.peer_ip, sizeof(p.peer_ip));
+		p.peer_ip_len = r.peer_ip_len;
+		p.x509 = r.cert ? &x509 : NULL;
+		p.psk = r.type == TLSH_TYPE_CLIENTHELLO_PSK ? &psk : NULL;
+		p.timeout_ms = r.timeout_ms;
+		status = hs_run(&hs, fd, &p, err, sizeof(err));
+	}
+	if (!status)
+		status = ktls_install(fd, hs.session, err, sizeof(err));
+	if (status) {
+		log_err("handshake with %s (%s) failed: %s", r.peer, who, err);
+		report(fd, status);
+	} else {
+		char desc[96];
+
+		hs_describe(hs.session, desc, sizeof(desc));
+		log_info("handshake with %s (%s) done: %s%s", r.peer, who, desc,
+			 r.type == TLSH_TYPE_CLIENTHELLO_PSK ? ", PSK" :
+			 r.cert ? ", client certificate" : "");
+	}
+	hs_session_free(&hs);
+	keyring_x509_free(&x509);
+	keyring_psk_clear(&psk);
+	close(fd);
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* One accepted AF_TLSH handshake socket, from getsockopt() to close(). */
+#ifndef TLSH_REQUEST_H
+#define TLSH_REQUEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+#define TLSH_PEERNAME_MAX 255
+
+struct tlsh_request {
+	int type;
+	char priorities[TLSH_PRIORITIES_MAX + 1];
+	char peername[TLSH_PEERNAME_MAX + 1];
+	int32_t peerid;
+	int32_t cert;
+	unsigned timeout_ms;		/* min(config, kernel) */
+	char peer[80];			/* "192.0.2.1:2049", for messages */
+	unsigned char peer_ip[16];
+	size_t peer_ip_len;
+};
+
+/* Read and validate the SOL_TLSH options of fd.  0 or positive errno. */
+int request_read(int fd, const struct config *cfg, struct tlsh_request *r,
+		 char *err, size_t errlen);
+
+/* Serve one handshake on fd and close it; cfg is a const struct config *.
+ * Thread-safe. */
+void request_serve(int fd, void *cfg);
+
+#endif

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "util.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+int parse_uint(const char *s, unsigned long max, unsigned long *out)
+{
+	unsigned long v = 0;
+
+	if (!s || !*s || strlen(s) > 10)
+		return -1;
+	for (const char *p = s; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -1;
+		v = v * 10 + (unsigned long)(*p - '0');
+	}
+	if (v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int parse_serial(const char *s, int32_t *out)
+{
+	unsigned long v;
+
+	if (!s || s[0] == '0' || parse_uint(s, INT32_MAX, &v) < 0 || v == 0)
+		return -1;
+	*out = (int32_t)v;
+	return 0;
+}
+
+int parse_bool(const char *s)
+{
+	static const char *const yes[] = { "yes", "true", "on", "1" };
+	static const char *const no[] = { "no", "false", "off", "0" };
+
+	for (size_t i = 0; i < 4; i++) {
+		if (strcasecmp(s, yes[i]) == 0)
+			return 1;
+		if (strcasecmp(s, no[i]) == 0)
+			return 0;
+	}
+	return -1;
+}
+
+uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int ip_literal(const char *s, unsigned char addr[16], size_t *len)
+{
+	if (inet_pton(AF_INET, s, addr) == 1) {
+		*len = 4;
+		return 1;
+	}
+	if (inet_pton(AF_INET6, s, addr) == 1) {
+		*len = 16;
+		return 1;
+	}
+	return 0;
+}
+
+int valid_dns_name(const char *s)
+{
+	size_t total = strlen(s), label = 0;
+
+	if (total == 0 || total > 253 || s[0] == '.')
+		return 0;
+	for (const char *p = s; *p; p++) {
+		if (*p == '.') {
+			if (label == 0)
+				return 0;
+			label = 0;
+			continue;
+		}
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '-' || *p == '_'))
+			return 0;
+		if (++label > 63)
+			return 0;
+	}
+	return 1;
+}
+
+int valid_token(const char *s, size_t max)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > max)
+		return 0;
+	for (; *s; s++)
+		if ((unsigned char)*s <= 0x20 || (unsigned char)*s >= 0x7f)
+			return 0;
+	return 1;
+}
+
+int copy_string(char *dst, size_t dstlen, const char *src)
+{
+	int n = snprintf(dst, dstlen, "%s", src);
+
+	return (n < 0 || (size_t)n >= dstlen) ? -1 : 0;
+}
+
+int read_file(const char *path, size_t max, unsigned char **buf, size_t *len)
+{
+	unsigned char *b;
+	size_t used = 0;
+	int fd, err = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	b = malloc(max + 1);
+	if (!b) {
+		close(fd);
+		return ENOMEM;
+	}
+	for (;;) {
+		ssize_t r = read(fd, b + used, max + 1 - used);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			err = errno;
+			break;
+		}
+		if (r == 0)
+			break;
+		used += (size_t)r;
+		if (used > max) {
+			err = EFBIG;
+			break;
+		}
+	}
+	close(fd);
+	if (err) {
+		explicit_bzero(b, used < max + 1 ? used : max + 1);
+		free(b);
+		return err;
+	}
+	*buf = b;
+	*len = used;
+	return 0;
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Small validated parsers and helpers shared by the other files. */
+#ifndef TLSH_UTIL_H
+#define TLSH_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A key serial as given by request-key or the kernel: 1..INT32_MAX, plain
+ * decimal, nothing else.  Returns 0 or -1. */
+int parse_serial(const char *s, int32_t *out);
+/* Unsigned decimal in [0, max]; returns 0 or -1. */
+int parse_uint(const char *s, unsigned long max, unsigned long *out);
+/* "yes"/"no" and friends; returns 0 or 1, or -1. */
+int parse_bool(const char *s);
+
+/* Monotonic clock in milliseconds. */
+uint64_t now_ms(void);
+
+/* If s is an IPv4 or IPv6 literal, store the raw address (4 or 16 bytes)
+ * and return 1; else 0. */
+int ip_literal(const char *s, unsigned char addr[16], size_t *len);
+/* A DNS host name: labels of [A-Za-z0-9_-], 1..63 each, total <= 253,
+ * optional trailing dot. */
+int valid_dns_name(const char *s);
+/* Printable ASCII without spaces, 1..max bytes. */
+int valid_token(const char *s, size_t max);
+
+/* snprintf-based bounded copy; returns -1 if truncated. */
+int copy_string(char *dst, size_t dstlen, const char *src);
+
+/* Read a whole file (up to max bytes) into a malloc'ed buffer.
+ * Returns 0 or a positive errno (EFBIG if larger than max). */
+int read_file(const char *path, size_t max, unsigned char **buf, size_t *len);
+
+#endif
