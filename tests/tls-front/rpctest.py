@@ -300,6 +300,12 @@ def gnutls_client(a):
             raise Fail("probe: no STARTTLS (%r)" % rep)
         facts["probe"] = "starttls"
         p.send_signal(signal.SIGALRM)
+        # Wait until gnutls-cli has left its plaintext loop, or it could
+        # still send the next call in the clear.
+        end = time.time() + a.timeout
+        while time.time() < end and p.poll() is None and \
+                not any("Starting TLS handshake" in ln for ln in lines):
+            time.sleep(0.01)
         # gnutls-cli reads stdin only once the handshake is done, and in
         # --starttls mode it reports only failures: a reply to a NULL call
         # is the proof of a completed handshake.  Session details are in
