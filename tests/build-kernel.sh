@@ -12,6 +12,7 @@
 # patch rebuilds only what that patch touches.
 #
 # Usage: tests/build-kernel.sh [flavor]   (flavor: "" or "debug")
+#        tests/build-kernel.sh --extract-only
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,6 +38,8 @@ if [ ! -f "$pristine/.tlsh-pristine" ]; then
 	tar -xf "$tarball" -C "$B"
 	touch "$pristine/.tlsh-pristine"
 fi
+
+[ "$flavor" = --extract-only ] && exit 0
 
 # 2. working tree, hard-linked
 if [ ! -f "$src/.tlsh-tree" ]; then

@@ -133,9 +133,15 @@ class Fail(Exception):
     pass
 
 
-def probe(sock):
+def probe(sock, frag=0):
     xid = int.from_bytes(os.urandom(4), "big")
-    sock.sendall(rec_mark(call(xid, 0, AUTH_TLS)))
+    rec = rec_mark(call(xid, 0, AUTH_TLS), frag)
+    if frag:
+        for i in range(0, len(rec), 5):     # and dribble it out
+            sock.sendall(rec[i:i + 5])
+            time.sleep(0.005)
+    else:
+        sock.sendall(rec)
     try:
         rec = read_record(sock)
     except socket.timeout:
@@ -199,7 +205,7 @@ def client(a):
     sock.connect((host, a.port))
     try:
         if a.probe:
-            facts["probe"] = probe(sock)
+            facts["probe"] = probe(sock, a.probe_frag)
             if a.expect_probe and facts["probe"] != a.expect_probe:
                 raise Fail("probe answer %s, want %s"
                            % (facts["probe"], a.expect_probe))
@@ -350,6 +356,8 @@ def main():
     c.add_argument("--timeout", type=float, default=5)
     c.add_argument("--probe", action="store_true", help="send AUTH_TLS probe")
     c.add_argument("--expect-probe", help="starttls, denied-1-1, ...")
+    c.add_argument("--probe-frag", type=int, default=0,
+                   help="send the probe in fragments of this size, slowly")
     c.add_argument("--tls", action="store_true", help="TLS after the probe")
     c.add_argument("--ca")
     c.add_argument("--name", default="server.test")

@@ -1980,8 +1980,17 @@ int main(int argc, char **argv)
 				continue;
 			fd = accept4(o.listen[i].fd, (struct sockaddr *)&ss, &sl,
 				     SOCK_NONBLOCK | SOCK_CLOEXEC);
-			if (fd < 0)
+			if (fd < 0) {
+				if (errno == EMFILE || errno == ENFILE ||
+				    errno == ENOBUFS || errno == ENOMEM) {
+					/* do not spin on a listener we cannot serve */
+					struct timespec ts = { 0, 100 * 1000000L };
+
+					emit("accept: %s", strerror(errno));
+					nanosleep(&ts, NULL);
+				}
 				continue;
+			}
 			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 			c = calloc(1, sizeof(*c));
 			if (!c) {

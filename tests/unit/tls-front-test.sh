@@ -271,6 +271,14 @@ else
 		"$OUT" "$(lastlog basic)"
 fi
 
+if rpc client --port "$PORT" --probe --probe-frag 7 --expect-probe starttls \
+	--tls "${CA[@]}" --calls 2 && wait_log basic 'probe=starttls tls=ok .*c2b=88 b2c=56'; then
+	ok "a probe in 7-byte fragments, sent in pieces, then TLS on the same socket"
+else
+	notok "a probe in 7-byte fragments, sent in pieces, then TLS on the same socket" \
+		"$OUT" "$(lastlog basic)"
+fi
+
 if rpc client --port "$PORT" --probe --tls "${CA[@]}" --calls 4 --pipeline 8 &&
 	grep -q 'calls_ok=32' <<<"$OUT"; then
 	ok "pipelined calls inside TLS all answered in order"
