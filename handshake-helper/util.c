@@ -88,6 +88,9 @@ int valid_dns_name(const char *s)
 		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
 		      (*p >= '0' && *p <= '9') || *p == '-' || *p == '_'))
 			return 0;
+		/* no label starts or ends with a hyphen */
+		if (*p == '-' && (label == 0 || p[1] == '.' || p[1] == '\0'))
+			return 0;
 		if (++label > 63)
 			return 0;
 	}

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tlsh-helper.conf parsing: defaults, a complete good file, and the exact
+ * "FILE:LINE: message" of each kind of malformed file.  Also the
+ * effective priority strings GnuTLS must accept.
+ *
+ *   test_config CA_PEM EXAMPLE_CONF
+ */
+#include "config.h"
+#include "handshake.h"
+#include "log.h"
+#include "tap.h"
+#include "tlsh_uapi.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int parse(struct config *c, const char *text, char *err, size_t errlen)
+{
+	config_defaults(c);
+	err[0] = '\0';
+	return config_parse(c, "t.conf", text, strlen(text), err, errlen);
+}
+
+static void expect_error(const char *text, const char *want)
+{
+	struct config c;
+	char err[1024];
+	int r = parse(&c, text, err, sizeof(err));
+
+	CHECK(r < 0 && strcmp(err, want) == 0, "malformed config gives '%s'", want);
+	if (r == 0 || strcmp(err, want) != 0)
+		DIAG("got r=%d '%s'", r, err);
+}
+
+int main(int argc, char **argv)
+{
+	const char *ca = argc > 1 ? argv[1] : "/etc/hostname";
+	const char *example = argc > 2 ? argv[2] : NULL;
+	struct config c;
+	char err[1024], text[2048], want[2048], prio[2048];
+	int r;
+
+	/* defaults */
+	config_defaults(&c);
+	r = config_load(&c, "/nonexistent/tlsh-helper.conf", 0, err, sizeof(err));
+	CHECK(r == 0 && c.idle_timeout == 5 && c.handshake_timeout == 15 &&
+	      c.tls12 == 0 && c.encryption_only == 0 &&
+	      c.log_level == TLSH_LOG_INFO && c.trust_store[0] == '\0' &&
+	      c.priorities[0] == '\0',
+	      "a missing default config file means defaults");
+	r = config_load(&c, "/nonexistent/tlsh-helper.conf", 1, err, sizeof(err));
+	CHECK(r < 0 && strcmp(err, "/nonexistent/tlsh-helper.conf: cannot read: No such file or directory") == 0,
+	      "a missing explicit config file is an error");
+
+	/* a complete good file */
+	snprintf(text, sizeof(text),
+		 "# comment\n"
+		 "; another comment\n"
+		 "\n"
+		 "[ global ]\n"
+		 "  trust-store   =   %s  \n"
+		 "crl=%s\n"
+		 "priorities = NORMAL:-VERS-ALL:+VERS-TLS1.3\n"
+		 "tls12 = yes\r\n"
+		 "idle-timeout = 0\n"
+		 "handshake-timeout = 600\n"
+		 "log-level = debug\n"
+		 "encryption-only = no\n", ca, ca);
+	r = parse(&c, text, err, sizeof(err));
+	CHECK(r == 0 && strcmp(c.trust_store, ca) == 0 && c.trust_store_line == 5 &&
+	      strcmp(c.crl, ca) == 0 && c.crl_line == 6 &&
+	      strcmp(c.priorities, "NORMAL:-VERS-ALL:+VERS-TLS1.3") == 0 &&
+	      c.tls12 == 1 && c.idle_timeout == 0 && c.handshake_timeout == 600 &&
+	      c.log_level == TLSH_LOG_DEBUG && c.encryption_only == 0 &&
+	      strcmp(c.file, "t.conf") == 0,
+	      "a complete config file sets every key");
+	if (r)
+		DIAG("%s", err);
+	r = parse(&c, "trust-store = system\nencryption-only = yes\nidle-timeout=7\n",
+		  err, sizeof(err));
+	CHECK(r == 0 && c.trust_store[0] == '\0' && c.encryption_only == 1 &&
+	      c.idle_timeout == 7,
+	      "keys without a section header, trust-store = system");
+	r = parse(&c, "", err, sizeof(err));
+	CHECK(r == 0 && c.idle_timeout == 5, "an empty file means defaults");
+
+	/* malformed files: exact FILE:LINE: message */
+	expect_error("[global]\nfoo = 1\n", "t.conf:2: unknown key 'foo'");
+	expect_error("idle-timeout = abc\n",
+		     "t.conf:1: bad value for idle-timeout: 'abc': expected seconds, 0..86400");
+	expect_error("idle-timeout = -1\n",
+		     "t.conf:1: bad value for idle-timeout: '-1': expected seconds, 0..86400");
+	expect_error("idle-timeout = 86401\n",
+		     "t.conf:1: bad value for idle-timeout: '86401': expected seconds, 0..86400");
+	expect_error("\n\nhandshake-timeout = 0\n",
+		     "t.conf:3: bad value for handshake-timeout: '0': expected seconds, 1..600");
+	expect_error("tls12 = maybe\n",
+		     "t.conf:1: bad value for tls12: 'maybe': expected yes or no");
+	expect_error("encryption-only = 2\n",
+		     "t.conf:1: bad value for encryption-only: '2': expected yes or no");
+	expect_error("log-level = loud\n",
+		     "t.conf:1: bad value for log-level: 'loud': expected error, warning, info or debug");
+	expect_error("[server]\n",
+		     "t.conf:1: unknown section '[server]' (only [global] is allowed)");
+	expect_error("[global\n", "t.conf:1: syntax error: expected '[section]'");
+	expect_error("# c\n\nthis is not valid\n",
+		     "t.conf:3: syntax error: expected 'key = value'");
+	expect_error("= 5\n", "t.conf:1: syntax error: missing key before '='");
+	expect_error("tls12 = yes\ntls12 = no\n",
+		     "t.conf:2: duplicate key 'tls12' (already set on line 1)");
+	expect_error("crl =\n", "t.conf:1: missing value for 'crl'");
+	expect_error("trust-store = ca.pem\n",
+		     "t.conf:1: bad value for trust-store: 'ca.pem': must be an absolute path");
+	expect_error("trust-store = /nonexistent/ca.pem\n",
+		     "t.conf:1: bad value for trust-store: '/nonexistent/ca.pem': No such file or directory");
+	expect_error("priorities = NORMAL:+FOO-BAR\n",
+		     "t.conf:1: bad value for priorities: 'NORMAL:+FOO-BAR': invalid priority string at '+FOO-BAR'");
+	expect_error("priorities = NORMAL SECURE\n",
+		     "t.conf:1: bad value for priorities: 'NORMAL SECURE': must be 1..1024 printable characters without spaces");
+	{
+		static const char nul[] = "tls12 = yes\n\0\n";
+
+		config_defaults(&c);
+		r = config_parse(&c, "t.conf", nul, sizeof(nul) - 1, err, sizeof(err));
+		CHECK(r < 0 && strcmp(err, "t.conf: contains a NUL byte") == 0,
+		      "a NUL byte makes the file invalid");
+	}
+	{
+		char *big = malloc(5000);
+
+		memset(big, 'a', 4999);
+		big[4999] = '\0';
+		expect_error(big, "t.conf:1: line too long");
+		free(big);
+	}
+
+	/* effective priorities: all must be accepted by gnutls_priority_init */
+	r = config_check_priorities(TLSH_DEFAULT_PRIORITIES, err, sizeof(err));
+	CHECK(r == 0, "the built-in default priority string is valid for GnuTLS");
+	config_defaults(&c);
+	hs_priorities(&c, NULL, TLSH_TYPE_CLIENTHELLO_X509, prio, sizeof(prio));
+	snprintf(want, sizeof(want), "%s:-VERS-TLS1.2", TLSH_DEFAULT_PRIORITIES);
+	CHECK(strcmp(prio, want) == 0 && config_check_priorities(prio, err, sizeof(err)) == 0,
+	      "tls12 = no (default) removes TLS1.2 from the default priorities");
+	c.tls12 = 1;
+	hs_priorities(&c, NULL, TLSH_TYPE_CLIENTHELLO_X509, prio, sizeof(prio));
+	CHECK(strcmp(prio, TLSH_DEFAULT_PRIORITIES) == 0,
+	      "tls12 = yes keeps the default priorities");
+	hs_priorities(&c, NULL, TLSH_TYPE_CLIENTHELLO_PSK, prio, sizeof(prio));
+	CHECK(strstr(prio, "+ECDHE-PSK") && strstr(prio, "+DHE-PSK") &&
+	      config_check_priorities(prio, err, sizeof(err)) == 0,
+	      "PSK handshakes add the PSK key exchanges to the default");
+	hs_priorities(&c, "NORMAL", TLSH_TYPE_CLIENTHELLO_PSK, prio, sizeof(prio));
+	CHECK(strcmp(prio, "NORMAL") == 0, "a kernel-supplied priority string is used as given");
+	c.tls12 = 0;
+	hs_priorities(&c, "NORMAL", TLSH_TYPE_CLIENTHELLO_X509, prio, sizeof(prio));
+	CHECK(strcmp(prio, "NORMAL:-VERS-TLS1.2") == 0,
+	      "tls12 = no also applies to a kernel-supplied priority string");
+	snprintf(text, sizeof(text), "priorities = %s\n", TLSH_DEFAULT_PRIORITIES);
+	r = parse(&c, text, err, sizeof(err));
+	hs_priorities(&c, NULL, TLSH_TYPE_CLIENTHELLO_X509, prio, sizeof(prio));
+	snprintf(want, sizeof(want), "%s:-VERS-TLS1.2", TLSH_DEFAULT_PRIORITIES);
+	CHECK(r == 0 && strcmp(prio, want) == 0, "a configured priority string replaces the default");
+
+	if (example) {
+		config_defaults(&c);
+		r = config_load(&c, example, 1, err, sizeof(err));
+		CHECK(r == 0, "the shipped example tlsh-helper.conf is valid");
+		if (r)
+			DIAG("%s", err);
+	}
+	return tap_done();
+}

@@ -1,0 +1,532 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * In-process handshakes over a socketpair: handshake.c as the client, a
+ * GnuTLS server on a thread.
+ *
+ * kTLS key material: for TLS 1.3 and 1.2 and each of the four ciphers the
+ * 6.1 kTLS takes, ktls_fill() builds TLS_TX and TLS_RX exactly as they
+ * would be handed to the kernel; this test then does what net/tls/tls_sw.c
+ * does with them (nonce from salt/iv/rec_seq, AAD, record framing) in
+ * user space: a record sealed with TLS_TX must be accepted by the GnuTLS
+ * server, and a record from the server must open with TLS_RX.  That checks
+ * key, salt, IV and sequence number without a kernel.
+ *
+ * Also: error mapping (timeout, fatal alert, certificate not trusted,
+ * cipher kTLS cannot take).
+ *
+ *   test_handshake DIR   (ca.pem, other-ca.pem, srv.pem, srv.key)
+ */
+#include "config.h"
+#include "handshake.h"
+#include "ktls.h"
+#include "log.h"
+#include "tap.h"
+#include "tlsh_uapi.h"
+#include "util.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gnutls/crypto.h>
+
+static const char *dir;
+static struct config cfg;
+static const unsigned char psk_key[32] = {
+	1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+	17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32 };
+
+enum srv_mode { SRV_ECHO, SRV_STALL, SRV_X509 };
+
+struct server {
+	int fd;
+	enum srv_mode mode;
+	const char *prio;
+	pthread_t thread;
+	int hs_ret;
+	char got[64];		/* what the server received */
+	int send_ret;
+};
+
+static int psk_cb(gnutls_session_t s, const char *user, gnutls_datum_t *key)
+{
+	(void)s;
+	if (strcmp(user, "client1") != 0)
+		return -1;
+	key->data = gnutls_malloc(sizeof(psk_key));
+	key->size = sizeof(psk_key);
+	memcpy(key->data, psk_key, sizeof(psk_key));
+	return 0;
+}
+
+static void *server_main(void *arg)
+{
+	struct server *sv = arg;
+	gnutls_session_t s;
+	gnutls_psk_server_credentials_t pc = NULL;
+	gnutls_certificate_credentials_t xc = NULL;
+
+	if (sv->mode == SRV_STALL) {
+		char b[4096];
+
+		/* read the ClientHello and never answer */
+		while (read(sv->fd, b, sizeof(b)) > 0)
+			;
+		return NULL;
+	}
+	gnutls_init(&s, GNUTLS_SERVER | GNUTLS_NO_TICKETS | GNUTLS_NO_SIGNAL);
+	gnutls_priority_set_direct(s, sv->prio, NULL);
+	if (sv->mode == SRV_X509) {
+		char path[2][4096];
+
+		snprintf(path[0], sizeof(path[0]), "%s/srv.pem", dir);
+		snprintf(path[1], sizeof(path[1]), "%s/srv.key", dir);
+		gnutls_certificate_allocate_credentials(&xc);
+		gnutls_certificate_set_x509_key_file(xc, path[0], path[1],
+						     GNUTLS_X509_FMT_PEM);
+		gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, xc);
+	} else {
+		gnutls_psk_allocate_server_credentials(&pc);
+		gnutls_psk_set_server_credentials_function(pc, psk_cb);
+		gnutls_psk_set_server_known_dh_params(pc, GNUTLS_SEC_PARAM_MEDIUM);
+		gnutls_credentials_set(s, GNUTLS_CRD_PSK, pc);
+	}
+	gnutls_transport_set_int(s, sv->fd);
+	gnutls_handshake_set_timeout(s, 5000);
+	do {
+		sv->hs_ret = gnutls_handshake(s);
+	} while (sv->hs_ret < 0 && !gnutls_error_is_fatal(sv->hs_ret));
+	if (sv->hs_ret < 0)
+		gnutls_alert_send_appropriate(s, sv->hs_ret);
+	if (sv->hs_ret == 0) {
+		ssize_t n;
+
+		gnutls_record_set_timeout(s, 5000);
+		n = gnutls_record_recv(s, sv->got, sizeof(sv->got) - 1);
+		if (n > 0)
+			sv->got[n] = '\0';
+		sv->send_ret = (int)gnutls_record_send(s, "world", 5);
+	}
+	gnutls_deinit(s);
+	if (pc)
+		gnutls_psk_free_server_credentials(pc);
+	if (xc)
+		gnutls_certificate_free_credentials(xc);
+	return NULL;
+}
+
+static int start(struct server *sv, enum srv_mode mode, const char *prio)
+{
+	int sp[2];
+
+	memset(sv, 0, sizeof(*sv));
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
+		return -1;
+	sv->fd = sp[1];
+	sv->mode = mode;
+	sv->prio = prio;
+	pthread_create(&sv->thread, NULL, server_main, sv);
+	return sp[0];
+}
+
+static void finish(struct server *sv, int cfd)
+{
+	shutdown(cfd, SHUT_RDWR);
+	pthread_join(sv->thread, NULL);
+	close(sv->fd);
+	close(cfd);
+}
+
+/* --- what net/tls/tls_sw.c does with the crypto_info -------------------- */
+
+struct kparams {
+	gnutls_cipher_algorithm_t alg;
+	const unsigned char *key, *salt, *iv, *seq;
+	size_t keylen, saltlen, ivlen;
+	int tls13, explicit_iv;		/* explicit nonce on the wire */
+};
+
+static int kparams(const union ktls_crypto_info *ci, struct kparams *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->tls13 = ci->info.version == TLS_1_3_VERSION;
+	switch (ci->info.cipher_type) {
+	case TLS_CIPHER_AES_GCM_128:
+		k->alg = GNUTLS_CIPHER_AES_128_GCM;
+		k->key = ci->gcm128.key; k->keylen = 16;
+		k->salt = ci->gcm128.salt; k->saltlen = 4;
+		k->iv = ci->gcm128.iv; k->ivlen = 8;
+		k->seq = ci->gcm128.rec_seq;
+		break;
+	case TLS_CIPHER_AES_GCM_256:
+		k->alg = GNUTLS_CIPHER_AES_256_GCM;
+		k->key = ci->gcm256.key; k->keylen = 32;
+		k->salt = ci->gcm256.salt; k->saltlen = 4;
+		k->iv = ci->gcm256.iv; k->ivlen = 8;
+		k->seq = ci->gcm256.rec_seq;
+		break;
+	case TLS_CIPHER_AES_CCM_128:
+		k->alg = GNUTLS_CIPHER_AES_128_CCM;
+		k->key = ci->ccm128.key; k->keylen = 16;
+		k->salt = ci->ccm128.salt; k->saltlen = 4;
+		k->iv = ci->ccm128.iv; k->ivlen = 8;
+		k->seq = ci->ccm128.rec_seq;
+		break;
+	case TLS_CIPHER_CHACHA20_POLY1305:
+		k->alg = GNUTLS_CIPHER_CHACHA20_POLY1305;
+		k->key = ci->chacha.key; k->keylen = 32;
+		k->iv = ci->chacha.iv; k->ivlen = 12;
+		k->seq = ci->chacha.rec_seq;
+		break;
+	default:
+		return -1;
+	}
+	k->explicit_iv = !k->tls13 && ci->info.cipher_type != TLS_CIPHER_CHACHA20_POLY1305;
+	return 0;
+}
+
+/* nonce = salt || iv, XOR seq into the last 8 bytes (1.3 and ChaCha) */
+static void nonce(const struct kparams *k, const unsigned char *explicit_iv,
+		  unsigned char n[12])
+{
+	memcpy(n, k->salt, k->saltlen);
+	memcpy(n + k->saltlen, explicit_iv ? explicit_iv : k->iv, k->ivlen);
+	if (!k->explicit_iv)
+		for (int i = 0; i < 8; i++)
+			n[4 + i] ^= k->seq[i];
+}
+
+static gnutls_aead_cipher_hd_t aead(const struct kparams *k)
+{
+	gnutls_aead_cipher_hd_t h;
+	gnutls_datum_t key = { (unsigned char *)k->key, (unsigned)k->keylen };
+
+	return gnutls_aead_cipher_init(&h, k->alg, &key) < 0 ? NULL : h;
+}
+
+/* Seal one application_data record the way kTLS TX would. */
+static ssize_t seal(const union ktls_crypto_info *ci, const char *msg,
+		    unsigned char *out, size_t outlen)
+{
+	struct kparams k;
+	unsigned char n[12], aad[13], pt[256];
+	size_t mlen = strlen(msg), ptlen = mlen, ctlen, hdr, aadlen;
+	gnutls_aead_cipher_hd_t h;
+
+	if (kparams(ci, &k) < 0 || mlen + 64 > sizeof(pt) || outlen < 300)
+		return -1;
+	memcpy(pt, msg, mlen);
+	if (k.tls13)
+		pt[ptlen++] = 23;	/* inner content type */
+	hdr = 5 + (k.explicit_iv ? 8 : 0);
+	ctlen = ptlen + 16;
+	out[0] = 23;
+	out[1] = 3;
+	out[2] = 3;
+	out[3] = (unsigned char)((hdr - 5 + ctlen) >> 8);
+	out[4] = (unsigned char)(hdr - 5 + ctlen);
+	if (k.explicit_iv)
+		memcpy(out + 5, k.iv, 8);
+	nonce(&k, k.explicit_iv ? k.iv : NULL, n);
+	if (k.tls13) {
+		memcpy(aad, out, 5);
+		aadlen = 5;
+	} else {
+		memcpy(aad, k.seq, 8);
+		aad[8] = 23;
+		aad[9] = 3;
+		aad[10] = 3;
+		aad[11] = (unsigned char)(mlen >> 8);
+		aad[12] = (unsigned char)mlen;
+		aadlen = 13;
+	}
+	h = aead(&k);
+	if (!h || gnutls_aead_cipher_encrypt(h, n, 12, aad, aadlen, 16, pt, ptlen,
+					     out + hdr, &ctlen) < 0) {
+		if (h)
+			gnutls_aead_cipher_deinit(h);
+		return -1;
+	}
+	gnutls_aead_cipher_deinit(h);
+	return (ssize_t)(hdr + ctlen);
+}
+
+static int read_full(int fd, unsigned char *b, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t r = read(fd, b + got, len - got);
+
+		if (r <= 0)
+			return -1;
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+/* Open one record from fd the way kTLS RX would. */
+static int open_record(const union ktls_crypto_info *ci, int fd, char *msg,
+		       size_t msglen)
+{
+	struct kparams k;
+	unsigned char hdr[5], body[512], n[12], aad[13], pt[512];
+	size_t blen, off, ptlen = sizeof(pt), aadlen;
+	gnutls_aead_cipher_hd_t h;
+	int r;
+
+	if (kparams(ci, &k) < 0 || read_full(fd, hdr, 5) < 0)
+		return -1;
+	blen = (size_t)hdr[3] << 8 | hdr[4];
+	if (blen > sizeof(body) || blen < 16 + (k.explicit_iv ? 8u : 0u) ||
+	    read_full(fd, body, blen) < 0)
+		return -1;
+	off = k.explicit_iv ? 8 : 0;
+	nonce(&k, k.explicit_iv ? body : NULL, n);
+	if (k.tls13) {
+		memcpy(aad, hdr, 5);
+		aadlen = 5;
+	} else {
+		size_t l = blen - off - 16;
+
+		memcpy(aad, k.seq, 8);
+		aad[8] = hdr[0];
+		aad[9] = 3;
+		aad[10] = 3;
+		aad[11] = (unsigned char)(l >> 8);
+		aad[12] = (unsigned char)l;
+		aadlen = 13;
+	}
+	h = aead(&k);
+	if (!h)
+		return -1;
+	r = gnutls_aead_cipher_decrypt(h, n, 12, aad, aadlen, 16, body + off,
+				       blen - off, pt, &ptlen);
+	gnutls_aead_cipher_deinit(h);
+	if (r < 0)
+		return -1;
+	if (k.tls13) {
+		while (ptlen && pt[ptlen - 1] == 0)
+			ptlen--;
+		if (!ptlen || pt[--ptlen] != 23)
+			return -1;
+	} else if (hdr[0] != 23) {
+		return -1;
+	}
+	if (ptlen >= msglen)
+		return -1;
+	memcpy(msg, pt, ptlen);
+	msg[ptlen] = '\0';
+	return 0;
+}
+
+static struct hs_params psk_params(const struct tlsh_psk *p, const char *prio,
+				   unsigned timeout_ms)
+{
+	struct hs_params hp;
+
+	memset(&hp, 0, sizeof(hp));
+	hp.type = TLSH_TYPE_CLIENTHELLO_PSK;
+	hp.priorities = prio;
+	hp.psk = p;
+	hp.timeout_ms = timeout_ms;
+	return hp;
+}
+
+/*
+ * X.509 rather than PSK: GnuTLS binds external PSKs to SHA-256, so TLS1.3
+ * with AES-256-GCM (a SHA-384 suite) cannot be negotiated with one.
+ */
+static void ktls_case(const char *ver, const char *cipher, int tls13)
+{
+	char prio[512], err[512];
+	union ktls_crypto_info tx, rx;
+	socklen_t txlen = 0, rxlen = 0;
+	struct hs_session hs;
+	struct hs_params hp;
+	struct server sv;
+	int cfd, r, sealed_ok = 0, opened_ok = 0;
+
+	snprintf(prio, sizeof(prio), "NORMAL:-VERS-ALL:+VERS-%s:-CIPHER-ALL:+%s",
+		 ver, cipher);
+	cfd = start(&sv, SRV_X509, prio);
+	memset(&hp, 0, sizeof(hp));
+	hp.type = TLSH_TYPE_CLIENTHELLO_X509;
+	hp.priorities = prio;
+	hp.peername = "server.test";
+	hp.timeout_ms = 5000;
+	r = hs_run(&hs, cfd, &hp, err, sizeof(err));
+	if (r == 0) {
+		char desc[96], want[96];
+
+		hs_describe(hs.session, desc, sizeof(desc));
+		snprintf(want, sizeof(want), "%s %s", ver, cipher);
+		r = strcmp(desc, want) ? -1 : 0;
+		if (r)
+			DIAG("negotiated %s, wanted %s", desc, want);
+	} else {
+		DIAG("handshake: %s", err);
+	}
+	if (r == 0 && ktls_fill(hs.session, 0, &tx, &txlen, err, sizeof(err)) == 0 &&
+	    ktls_fill(hs.session, 1, &rx, &rxlen, err, sizeof(err)) == 0) {
+		unsigned char rec[512];
+		char got[64];
+		ssize_t rl = seal(&tx, "hello", rec, sizeof(rec));
+		if (rl > 0 && write(cfd, rec, (size_t)rl) == rl &&
+		    open_record(&rx, cfd, got, sizeof(got)) == 0)
+			opened_ok = strcmp(got, "world") == 0;
+	}
+	finish(&sv, cfd);
+	sealed_ok = strcmp(sv.got, "hello") == 0;
+	CHECK(r == 0 && tx.info.version == (tls13 ? TLS_1_3_VERSION : TLS_1_2_VERSION) &&
+	      txlen == rxlen && txlen > sizeof(struct tls_crypto_info) &&
+	      sealed_ok && opened_ok,
+	      "kTLS %s %s: TLS_TX seals what the peer accepts, TLS_RX opens what it sends",
+	      ver, cipher);
+	if (!sealed_ok || !opened_ok)
+		DIAG("sealed_ok=%d opened_ok=%d server_hs=%d", sealed_ok, opened_ok, sv.hs_ret);
+	explicit_bzero(&tx, sizeof(tx));
+	explicit_bzero(&rx, sizeof(rx));
+	hs_session_free(&hs);
+}
+
+static void error_cases(void)
+{
+	const char *prio13 = "NORMAL:-VERS-ALL:+VERS-TLS1.3:+ECDHE-PSK:+DHE-PSK:+PSK";
+	char err[512];
+	struct tlsh_psk p;
+	struct hs_session hs;
+	struct hs_params hp;
+	struct server sv;
+	uint64_t t0, dt;
+	int cfd, r;
+
+	memset(&p, 0, sizeof(p));
+	strcpy(p.identity, "client1");
+	memcpy(p.key, psk_key, sizeof(psk_key));
+	p.keylen = sizeof(psk_key);
+
+	/* a peer that never answers */
+	cfd = start(&sv, SRV_STALL, prio13);
+	hp = psk_params(&p, prio13, 400);
+	t0 = now_ms();
+	r = hs_run(&hs, cfd, &hp, err, sizeof(err));
+	dt = now_ms() - t0;
+	hs_session_free(&hs);
+	finish(&sv, cfd);
+	CHECK(r == ETIMEDOUT && strcmp(err, "handshake timed out after 400 ms") == 0 &&
+	      dt >= 350 && dt < 1500,
+	      "a silent peer: ETIMEDOUT at the deadline (%llu ms)", (unsigned long long)dt);
+
+	hp = psk_params(&p, prio13, 0);
+	r = hs_run(&hs, -1, &hp, err, sizeof(err));
+	hs_session_free(&hs);
+	CHECK(r == ETIMEDOUT, "no time left (TLSH_TIMEOUT_MS 0): ETIMEDOUT without a handshake");
+
+	/* wrong PSK: the server aborts with a fatal alert */
+	p.key[0] ^= 0xff;
+	cfd = start(&sv, SRV_ECHO, prio13);
+	hp = psk_params(&p, prio13, 3000);
+	r = hs_run(&hs, cfd, &hp, err, sizeof(err));
+	hs_session_free(&hs);
+	finish(&sv, cfd);
+	CHECK(r == EACCES && strncmp(err, "peer sent fatal alert: ", 23) == 0,
+	      "wrong PSK: EACCES, '%s'", err);
+	p.key[0] ^= 0xff;
+
+	/* a cipher kTLS cannot take */
+	cfd = start(&sv, SRV_ECHO,
+		    "NORMAL:-VERS-ALL:+VERS-TLS1.2:-CIPHER-ALL:+AES-128-CBC:+PSK:+ECDHE-PSK");
+	hp = psk_params(&p, "NORMAL:-VERS-ALL:+VERS-TLS1.2:-CIPHER-ALL:+AES-128-CBC:+PSK:+ECDHE-PSK", 3000);
+	r = hs_run(&hs, cfd, &hp, err, sizeof(err));
+	hs_session_free(&hs);
+	finish(&sv, cfd);
+	CHECK(r == EPROTO && strcmp(err, "negotiated cipher AES-128-CBC is not supported by kTLS") == 0,
+	      "a cipher kTLS cannot take: EPROTO, '%s'", err);
+
+	/* a PSK handshake without a PSK */
+	hp = psk_params(NULL, prio13, 3000);
+	r = hs_run(&hs, -1, &hp, err, sizeof(err));
+	hs_session_free(&hs);
+	CHECK(r == EINVAL && strcmp(err, "PSK handshake without a PSK") == 0,
+	      "PSK handshake without a key: EINVAL");
+	hp.type = 7;
+	r = hs_run(&hs, -1, &hp, err, sizeof(err));
+	hs_session_free(&hs);
+	CHECK(r == EINVAL && strcmp(err, "unsupported handshake type 7") == 0,
+	      "unknown handshake type: EINVAL");
+}
+
+static void x509_cases(void)
+{
+	char err[512];
+	struct hs_session hs;
+	struct hs_params hp;
+	struct server sv;
+	int cfd, r;
+	static const unsigned char lo[4] = { 127, 0, 0, 1 };
+
+	memset(&hp, 0, sizeof(hp));
+	hp.type = TLSH_TYPE_CLIENTHELLO_X509;
+	hp.timeout_ms = 3000;
+	hp.peername = "server.test";
+	cfd = start(&sv, SRV_X509, "NORMAL");
+	r = hs_run(&hs, cfd, &hp, err, sizeof(err));
+	hs_session_free(&hs);
+	finish(&sv, cfd);
+	CHECK(r == 0, "x509: trusted certificate for server.test%s%s", r ? ": " : "", r ? err : "");
+
+	hp.peername = "";
+	memcpy(hp.peer_ip, lo, 4);
+	hp.peer_ip_len = 4;
+	cfd = start(&sv, SRV_X509, "NORMAL");
+	r = hs_run(&hs, cfd, &hp, err, sizeof(err));
+	hs_session_free(&hs);
+	finish(&sv, cfd);
+	CHECK(r == 0, "x509: no peer name, the peer address 127.0.0.1 is checked");
+
+	hp.peername = "other.test";
+	cfd = start(&sv, SRV_X509, "NORMAL");
+	r = hs_run(&hs, cfd, &hp, err, sizeof(err));
+	hs_session_free(&hs);
+	finish(&sv, cfd);
+	CHECK(r == EKEYREJECTED &&
+	      strcmp(err, "certificate for other.test not trusted: name does not match") == 0,
+	      "x509: wrong name: EKEYREJECTED, '%s'", err);
+}
+
+int main(int argc, char **argv)
+{
+	static const char *const ciphers[] = {
+		"AES-128-GCM", "AES-256-GCM", "CHACHA20-POLY1305", "AES-128-CCM" };
+	char err[1024], path[4096];
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: test_handshake DIR\n");
+		return 2;
+	}
+	dir = argv[1];
+	signal(SIGPIPE, SIG_IGN);
+	log_init("test_handshake", 0, 1);
+	log_set_level(TLSH_LOG_WARNING);
+	config_defaults(&cfg);
+	cfg.tls12 = 1;
+	snprintf(path, sizeof(path), "%s/ca.pem", dir);
+	copy_string(cfg.trust_store, sizeof(cfg.trust_store), path);
+	if (hs_global_init(&cfg, err, sizeof(err)) < 0) {
+		CHECK(0, "hs_global_init: %s", err);
+		return 1;
+	}
+	for (int v = 0; v < 2; v++)
+		for (size_t c = 0; c < 4; c++)
+			ktls_case(v ? "TLS1.2" : "TLS1.3", ciphers[c], !v);
+	error_cases();
+	x509_cases();
+	hs_global_deinit();
+	return tap_done();
+}
