@@ -11,10 +11,9 @@ run ip -br addr show eth0
 say "The server exports $TLSH_EXPORT"
 run ip netns exec S /usr/sbin/exportfs -v
 
+# The xprtsec= mount option (RPC-with-TLS) is not in the series yet: until
+# it is, the demo shows the plain mount on the bench.
 opts=vers=4.2
-if grep -q tlsh /proc/net/protocols 2>/dev/null || [ -e /proc/sys/net/tlsh ]; then
-	opts=vers=4.2,xprtsec=auto
-fi
 say "Mount it from C1: mount -t nfs -o $opts $TLSH_SERVER_NAME:$TLSH_EXPORT /mnt"
 mkdir -p /mnt
 run mount -t nfs -o "$opts" "$TLSH_SERVER_NAME:$TLSH_EXPORT" /mnt || exit 1
