@@ -224,7 +224,7 @@ static int echo(int fd, gnutls_session_t s, int ktls, const char *msg)
 
 int connect_main(const struct connect_opts *o, const struct config *cfg)
 {
-	char host[256], port[8], err[512], desc[96];
+	char host[256], port[8], err[512], desc[96], name[256];
 	struct addrinfo hints, *res = NULL;
 	const struct addrinfo *ai;
 	struct tlsh_x509 x509;
@@ -241,17 +241,13 @@ int connect_main(const struct connect_opts *o, const struct config *cfg)
 		log_err("--connect: expected HOST:PORT or [ADDRESS]:PORT");
 		return 2;
 	}
-	peername = o->peername ? o->peername : host;
-	{
-		unsigned char ip[16];
-		size_t iplen;
-
-		if (!valid_dns_name(peername) && !ip_literal(peername, ip, &iplen)) {
-			log_err("peer name '%s' is neither a DNS name nor an IP address",
-				peername);
-			return 2;
-		}
+	if (normalize_peername(o->peername ? o->peername : host, name,
+			       sizeof(name)) < 0) {
+		log_err("peer name '%s' is neither a DNS name nor an IP address",
+			o->peername ? o->peername : host);
+		return 2;
 	}
+	peername = name;
 	if (o->ktls && access("/sys/module/tls", F_OK) < 0) {
 		log_err("--ktls: kernel TLS is not available (/sys/module/tls does not exist; not loading it)");
 		return 3;

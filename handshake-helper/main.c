@@ -220,8 +220,11 @@ static int foreground_mode(const char *cfgpath, long idle, int verbose)
 		log_err("%s", err);
 		return 1;
 	}
-	log_info("serving network namespace %u, %s", netns_self(),
-		 idle > 0 ? "idle timeout set" : "no idle timeout");
+	if (idle > 0)
+		log_info("serving network namespace %u, idle timeout %ld s",
+			 netns_self(), idle);
+	else
+		log_info("serving network namespace %u", netns_self());
 	return listener_run(lfd, idle < 0 ? 0 : (unsigned)idle, request_serve,
 			    &cfg);
 }

@@ -104,8 +104,6 @@ static void describe_peer(int fd, struct tlsh_request *r)
 int request_read(int fd, const struct config *cfg, struct tlsh_request *r,
 		 char *err, size_t errlen)
 {
-	unsigned char ip[16];
-	size_t iplen;
 	uint32_t kms = 0;
 	socklen_t len = sizeof(kms);
 	int ret, v;
@@ -159,10 +157,14 @@ int request_read(int fd, const struct config *cfg, struct tlsh_request *r,
 			 TLSH_PEERNAME_MAX, err, errlen);
 	if (ret)
 		return ret;
-	if (r->peername[0] && !valid_dns_name(r->peername) &&
-	    !ip_literal(r->peername, ip, &iplen)) {
-		snprintf(err, errlen, "TLSH_PEERNAME is neither a DNS name nor an IP address");
-		return EINVAL;
+	if (r->peername[0]) {
+		char norm[TLSH_PEERNAME_MAX + 1];
+
+		if (normalize_peername(r->peername, norm, sizeof(norm)) < 0) {
+			snprintf(err, errlen, "TLSH_PEERNAME is neither a DNS name nor an IP address");
+			return EINVAL;
+		}
+		copy_string(r->peername, sizeof(r->peername), norm);
 	}
 
 	r->timeout_ms = cfg->handshake_timeout * 1000u;

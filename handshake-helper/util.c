@@ -97,6 +97,29 @@ int valid_dns_name(const char *s)
 	return 1;
 }
 
+int normalize_peername(const char *in, char *out, size_t outlen)
+{
+	unsigned char addr[16];
+	size_t len = strlen(in), alen;
+
+	if (len == 0 || len >= outlen)
+		return -1;
+	if (in[0] == '[' && in[len - 1] == ']') {
+		memcpy(out, in + 1, len - 2);
+		out[len - 2] = '\0';
+		if (inet_pton(AF_INET6, out, addr) == 1)
+			return 0;
+		return -1;
+	}
+	if (ip_literal(in, addr, &alen) || valid_dns_name(in)) {
+		memcpy(out, in, len + 1);
+		if (len > 1 && out[len - 1] == '.')
+			out[len - 1] = '\0';
+		return 0;
+	}
+	return -1;
+}
+
 int valid_token(const char *s, size_t max)
 {
 	size_t n = strlen(s);

@@ -23,6 +23,12 @@ int ip_literal(const char *s, unsigned char addr[16], size_t *len);
 /* A DNS host name: labels of [A-Za-z0-9_-], 1..63 each, total <= 253,
  * optional trailing dot. */
 int valid_dns_name(const char *s);
+/*
+ * A peer name as used for SNI and verification: a DNS name without its
+ * trailing dot, or an IP literal ("[v6]" loses its brackets).  Returns 0,
+ * or -1 if in is neither or does not fit.
+ */
+int normalize_peername(const char *in, char *out, size_t outlen);
 /* Printable ASCII without spaces, 1..max bytes. */
 int valid_token(const char *s, size_t max);
 

@@ -283,6 +283,14 @@ expect "wrong peer name: refused, 'name does not match'" 1 \
 	'certificate for other.test not trusted: name does not match'
 hs -c "$tmp/good.conf" --connect $A:$P_X509
 expect "no peer name: the IP address 127.0.0.1 is verified (IP SAN)" 0 'handshake ok'
+hs -c "$tmp/good.conf" --connect $A:$P_X509 --peername server.test.
+expect "a peer name with a trailing dot" 0 'handshake ok'
+if ip -6 addr show dev lo 2> /dev/null | grep -q '::1'; then
+	hs -c "$tmp/good.conf" --connect "[::1]:$P_X509" --send v6
+	expect "IPv6: [::1]:PORT verified against the IP SAN ::1" 0 'received: v6'
+else
+	skip "IPv6: [::1]:PORT verified against the IP SAN ::1" "no IPv6 loopback"
+fi
 hs -c "$tmp/good.conf" --connect $A:$P_X509 --peername 127.0.0.2
 expect "IP peer name not in the certificate: refused" 1 \
 	'certificate for 127.0.0.2 not trusted: name does not match'

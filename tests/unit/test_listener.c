@@ -221,6 +221,20 @@ static void test_parsers(void)
 		all &= !valid_dns_name(longname);
 	}
 	CHECK(all, "peer names: DNS names accepted, malformed and over-long ones refused");
+	{
+		char norm[256];
+
+		CHECK(normalize_peername("server.test.", norm, sizeof(norm)) == 0 &&
+		      strcmp(norm, "server.test") == 0 &&
+		      normalize_peername("[2001:db8::1]", norm, sizeof(norm)) == 0 &&
+		      strcmp(norm, "2001:db8::1") == 0 &&
+		      normalize_peername("192.0.2.1", norm, sizeof(norm)) == 0 &&
+		      strcmp(norm, "192.0.2.1") == 0 &&
+		      normalize_peername("[192.0.2.1]", norm, sizeof(norm)) < 0 &&
+		      normalize_peername("[server.test]", norm, sizeof(norm)) < 0 &&
+		      normalize_peername("server.test", norm, 5) < 0,
+		      "peer names are normalised: trailing dot, [IPv6] brackets");
+	}
 	CHECK(ip_literal("127.0.0.1", ip, &iplen) && iplen == 4 &&
 	      ip_literal("2001:db8::1", ip, &iplen) && iplen == 16 &&
 	      !ip_literal("server.test", ip, &iplen) && !ip_literal("127.1", ip, &iplen),
