@@ -91,6 +91,9 @@ echo "create tlsh * * /bin/sleep 30" > /etc/request-key.d/tlsh.conf
 out=$(hs addr=$S port=4433 name=server.test timeout=3000)
 check "helper stalled before binding: the deadline fails the handshake" grep -q "status=-110 done=1" <<< "$out"
 cp /tmp/tlsh.conf.saved /etc/request-key.d/tlsh.conf
+# the stalled "helper" still holds the namespace's upcall until it exits
+pkill -x sleep
+wait_for 5 sh -c "! pgrep -x sleep >/dev/null"
 
 # a peer that accepts TCP and never speaks TLS: the helper hangs in the
 # handshake; kill it while it holds the socket
@@ -109,4 +112,5 @@ pkill -x tlsh-helper
 
 check "the test module unloads (no leaked references)" rmmod tlsh_test
 pkill gnutls-serv
+[ "${TLSH_FAILED:-0}" = 0 ] || tail -n 40 /var/log/messages
 finish

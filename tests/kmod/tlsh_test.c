@@ -38,6 +38,7 @@
 #include <net/sock.h>
 #include <net/net_namespace.h>
 #include <net/tlsh.h>
+#include <net/tls.h>
 
 #define TT_MAX	256
 
@@ -181,15 +182,28 @@ static void tt_echo(struct tt_conn *c, int i)
 		return;
 	}
 	while (got < len) {
-		struct msghdr rmsg = { };
+		char cbuf[CMSG_SPACE(sizeof(u8))];
+		struct msghdr rmsg = {
+			.msg_control	= cbuf,
+			.msg_controllen	= sizeof(cbuf),
+		};
+		struct cmsghdr *cmsg = (struct cmsghdr *)cbuf;
 
 		iov.iov_base = back + got;
 		iov.iov_len = sizeof(back) - got;
 		ret = kernel_recvmsg(c->sock, &rmsg, &iov, 1, iov.iov_len, 0);
-		if (ret <= 0) {
+		if (ret < 0 || (ret == 0 && rmsg.msg_controllen == sizeof(cbuf))) {
 			scnprintf(c->data, sizeof(c->data), "recv%d", ret);
 			return;
 		}
+		/* kTLS hands over other records (NewSessionTicket...) with
+		 * their type; only application data (23) is ours
+		 */
+		if (rmsg.msg_controllen < sizeof(cbuf) &&
+		    cmsg->cmsg_level == SOL_TLS &&
+		    cmsg->cmsg_type == TLS_GET_RECORD_TYPE &&
+		    *(u8 *)CMSG_DATA(cmsg) != 23)
+			continue;
 		got += ret;
 	}
 	strscpy(c->data, memcmp(line, back, len) ? "mismatch" : "ok",
