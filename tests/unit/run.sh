@@ -160,6 +160,11 @@ mkpki() {
 	certtool --key-info --infile srv.key --outder --outfile srv.key.der &&
 	certtool --to-p8 --load-privkey srv.key --password secret --outfile enc.key &&
 	cat srv.pem ca.pem > chain.pem &&
+	tmpl crl.tmpl 'crl_next_update = 2' 'crl_number = 1' &&
+	certtool --generate-crl --load-ca-privkey ca.key --load-ca-certificate ca.pem \
+		--load-certificate srv.pem --template crl.tmpl --outfile revoked.crl &&
+	certtool --generate-crl --load-ca-privkey ca.key --load-ca-certificate ca.pem \
+		--template crl.tmpl --outfile empty.crl &&
 	psk1=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n') &&
 	psk2=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n') &&
 	printf 'client1:%s\n' "$psk1" > psk.txt &&
@@ -179,6 +184,8 @@ printf '[global]\ntrust-store = %s\ntls12 = yes\nhandshake-timeout = 5\n' "$pki/
 printf 'trust-store = %s\n' "$pki/other-ca.pem" > "$tmp/wrongca.conf"
 printf 'trust-store = %s\nencryption-only = yes\n' "$pki/other-ca.pem" > "$tmp/enconly.conf"
 printf '[global]\ntrust-store = system\n' > "$tmp/system.conf"
+printf 'trust-store = %s\ncrl = %s\n' "$pki/ca.pem" "$pki/revoked.crl" > "$tmp/revoked.conf"
+printf 'trust-store = %s\ncrl = %s\n' "$pki/ca.pem" "$pki/empty.crl" > "$tmp/emptycrl.conf"
 printf '[global]\nbogus = 1\n' > "$tmp/bad.conf"
 
 # --- C unit tests -------------------------------------------------------
@@ -302,6 +309,11 @@ expect "encryption-only = yes: the wrong CA is accepted, with a warning" 0 \
 hs -c "$tmp/good.conf" --connect $A:$P_EXPIRED --peername server.test
 expect "expired server certificate: refused, 'expired'" 1 \
 	'certificate for server.test not trusted: expired'
+hs -c "$tmp/revoked.conf" --connect $A:$P_X509 --peername server.test
+expect "CRL: a revoked server certificate is refused, 'revoked'" 1 \
+	'certificate for server.test not trusted: revoked'
+hs -c "$tmp/emptycrl.conf" --connect $A:$P_X509 --peername server.test
+expect "CRL: a CRL that revokes nothing does not get in the way" 0 'handshake ok'
 hs -c "$tmp/good.conf" --connect $A:$P_X509 --peername 'bad name'
 expect "a malformed peer name is refused" 2 'neither a DNS name nor an IP address'
 
