@@ -64,18 +64,7 @@ check "encryption-only: the untrusted server is accepted" grep -q "status=0 done
 wait_for 10 sh -c '[ "$(pgrep -x tlsh-helper | wc -l)" = 0 ]'
 tlsh_config
 
-# an unprivileged user
-as_user() { setpriv --reuid 1000 --regid 1000 --clear-groups "$@"; }
-check "unprivileged bind: EPERM" grep -q "bind errno=EPERM" <<< "$(as_user tlsh-probe bind 2>&1)"
-check "unprivileged listen: EPERM" grep -q "listen errno=EPERM" <<< "$(as_user tlsh-probe listen 2>&1)"
-check "unprivileged accept: EPERM" grep -q "accept errno=EPERM" <<< "$(as_user tlsh-probe accept 2>&1)"
-check "bind to a key the kernel is not waiting on: refused" grep -q "bind errno=EPERM" <<< "$(tlsh-probe bind 12345 2>&1)"
-check "getsockopt(SOL_TLSH) on a listener: EINVAL" grep -q "getsockopt errno=EINVAL" <<< "$(tlsh-probe getsockopt 2>&1)"
-before=$(count tlsh_upcall_start)
-check_fail "keyctl request2 of the tlsh type is refused (user)" as_user keyctl request2 tlsh "netns:1:1" "x" @s
-check_fail "keyctl request2 of the tlsh type is refused (root)" keyctl request2 tlsh "netns:$inum_c1:999999" "x" @s
-check_fail "add_key of the tlsh type is refused" keyctl add tlsh "netns:1:2" "x" @s
-check "refused requests spawned nothing" [ "$(count tlsh_upcall_start)" = "$before" ]
+# (privileges and refused user-space key requests: 015-tlsh-kernel.sh)
 
 # failures of the agent itself
 mv /usr/sbin/tlsh-helper /usr/sbin/tlsh-helper.off
