@@ -8,7 +8,7 @@
  *
  *   echo "addr=192.0.2.1 port=4433 name=server.test count=1" > /proc/tlsh_test
  *   cat /proc/tlsh_test
- *   0 status=0 done=1 data=ok ms=212
+ *   0 start=0 status=0 done=1 cancelled=0 data=ok ms=212 time_us=211873
  *
  * Keys: addr= (IPv4 or IPv6), port=, name= (peer name, optional),
  * count= (parallel handshakes, default 1, at most 256), timeout= (ms,
@@ -19,7 +19,15 @@
  * (tls_handshake_start() or the original tls_client_hello_x509()).
  *
  * "done" counts the calls of the done() callback, so a test can check it
- * ran exactly once (or not at all after a successful cancel).
+ * ran exactly once (or not at all after a successful cancel). "ms" (jiffies)
+ * and "time_us" (ktime) are the time from the socket's creation to done()
+ * (to the report, when done() did not run), for the benchmarks.
+ *
+ * Runs proceed in parallel (the benchmarks start handshakes in many
+ * namespaces at once). A fresh open reads the last run of anybody; a file
+ * opened read-write reads the result of the last run written through it:
+ *
+ *   exec 3<>/proc/tlsh_test; echo "addr=..." >&3; cat <&3; exec 3>&-
  */
 
 #include <linux/module.h>
@@ -35,6 +43,7 @@
 #include <linux/nsproxy.h>
 #include <linux/uio.h>
 #include <linux/delay.h>
+#include <linux/ktime.h>
 #include <net/sock.h>
 #include <net/net_namespace.h>
 #include <net/tlsh.h>
@@ -51,6 +60,7 @@ struct tt_conn {
 	bool			cancelled;
 	char			data[16];
 	unsigned long		t0, t1;
+	ktime_t			k0, k1;
 };
 
 struct tt_params {
@@ -76,6 +86,7 @@ static void tt_done(void *data, int status)
 
 	c->status = status;
 	c->t1 = jiffies;
+	c->k1 = ktime_get();
 	atomic_inc(&c->ndone);
 	complete(&c->done);
 }
@@ -215,7 +226,7 @@ static int tt_run(struct tt_params *p, char **result)
 	struct net *net = current->nsproxy->net_ns;
 	unsigned long wait;
 	struct tt_conn *conns;
-	size_t size = p->count * 96 + 1;
+	size_t size = p->count * 112 + 1;
 	char *out;
 	unsigned int i;
 	bool leak = false;
@@ -235,6 +246,7 @@ static int tt_run(struct tt_params *p, char **result)
 		init_completion(&c->done);
 		strscpy(c->data, "-", sizeof(c->data));
 		c->t0 = jiffies;
+		c->k0 = ktime_get();
 		ret = sock_create_kern(net, p->addr.ss_family, SOCK_STREAM,
 				       IPPROTO_TCP, &c->sock);
 		if (!ret)
@@ -273,12 +285,14 @@ static int tt_run(struct tt_params *p, char **result)
 	for (i = 0; i < p->count; i++) {
 		struct tt_conn *c = &conns[i];
 		unsigned long t1 = c->t1 ? c->t1 : jiffies;
+		ktime_t k1 = c->t1 ? c->k1 : ktime_get();
 
 		pos += scnprintf(out + pos, size - pos,
-				 "%u start=%d status=%d done=%d cancelled=%d data=%s ms=%u\n",
+				 "%u start=%d status=%d done=%d cancelled=%d data=%s ms=%u time_us=%lld\n",
 				 i, c->start_ret, c->status,
 				 atomic_read(&c->ndone), c->cancelled, c->data,
-				 jiffies_to_msecs(t1 - c->t0));
+				 jiffies_to_msecs(t1 - c->t0),
+				 ktime_us_delta(k1, c->k0));
 		if (c->sock)
 			sock_release(c->sock);
 	}
@@ -291,8 +305,9 @@ static int tt_run(struct tt_params *p, char **result)
 static ssize_t tt_write(struct file *file, const char __user *ubuf,
 			size_t len, loff_t *ppos)
 {
+	struct seq_file *m = file->private_data;
 	struct tt_params p;
-	char *buf, *result = NULL;
+	char *buf, *result = NULL, *own = NULL;
 	int ret;
 
 	if (len > 512)
@@ -305,20 +320,28 @@ static ssize_t tt_write(struct file *file, const char __user *ubuf,
 	if (ret)
 		return ret;
 
-	mutex_lock(&tt_mutex);
 	ret = tt_run(&p, &result);
-	if (!ret) {
-		kfree(tt_result);
-		tt_result = result;
+	if (ret)
+		return ret;
+	if (file->f_mode & FMODE_READ)
+		own = kstrdup(result, GFP_KERNEL);
+	mutex_lock(&tt_mutex);
+	kfree(tt_result);
+	tt_result = result;
+	if (own) {
+		kfree(m->private);
+		m->private = own;
 	}
 	mutex_unlock(&tt_mutex);
-	return ret ? ret : len;
+	return len;
 }
 
 static int tt_show(struct seq_file *m, void *v)
 {
 	mutex_lock(&tt_mutex);
-	if (tt_result)
+	if (m->private)
+		seq_puts(m, m->private);
+	else if (tt_result)
 		seq_puts(m, tt_result);
 	mutex_unlock(&tt_mutex);
 	return 0;
@@ -329,12 +352,20 @@ static int tt_open(struct inode *inode, struct file *file)
 	return single_open(file, tt_show, NULL);
 }
 
+static int tt_release(struct inode *inode, struct file *file)
+{
+	struct seq_file *m = file->private_data;
+
+	kfree(m->private);
+	return single_release(inode, file);
+}
+
 static const struct proc_ops tt_ops = {
 	.proc_open	= tt_open,
 	.proc_read	= seq_read,
 	.proc_write	= tt_write,
 	.proc_lseek	= seq_lseek,
-	.proc_release	= single_release,
+	.proc_release	= tt_release,
 };
 
 static int __init tt_init(void)
