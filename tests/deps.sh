@@ -16,6 +16,8 @@ PKGS=(
 	nfs-common nfs-kernel-server rpcbind
 	# code checks
 	cppcheck
+	# benchmarks (make bench): the user-space TLS tunnel, the chart
+	stunnel4 gnuplot-nox
 )
 
 missing=()

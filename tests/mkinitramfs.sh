@@ -74,6 +74,7 @@ PROGS=(
 	rpc.nfsd rpc.mountd rpcbind rpcinfo nfsstat request-key keyctl ip
 	tcpdump gnutls-serv gnutls-cli certtool timeout setsid nsenter unshare
 	sha256sum dd pkill pgrep ps stat flock tail mountpoint ss insmod rmmod lsmod setpriv
+	stunnel4
 )
 for p in "${PROGS[@]}"; do
 	copy_prog "$p"
@@ -136,6 +137,10 @@ if [ -f "$top/handshake-helper/tlsh-helper.conf" ]; then
 	cp "$top/handshake-helper/tlsh-helper.conf" "$root/etc/tlsh/tlsh-helper.conf"
 fi
 for t in "$B"/tools/*; do
+	[ -x "$t" ] && opt_prog "$t" /usr/local/bin
+done
+# the benchmarks' programs (tests/bench, built by "make bench")
+for t in "$B"/bench/bin/*; do
 	[ -x "$t" ] && opt_prog "$t" /usr/local/bin
 done
 for k in "$B"/kmod/*.ko; do

@@ -1,0 +1,219 @@
+# Handshake benchmarks (runs in C1): latency cold / warm / resident agent /
+# user-space floor, scaling in one namespace and across namespaces, the
+# helper's resident memory and the kernel memory of a queued handshake.
+S=$TLSH_SERVER_ADDR
+HS="addr=$S port=4433 name=server.test data=none timeout=120000"
+
+bench_setup || { echo "bench: cannot load the test consumer"; exit 1; }
+serve 4433 server
+info kernel "$(uname -r)"
+info cpus "$(grep -c ^processor /proc/cpuinfo) vCPU online, $(awk '/^model name/ {sub(/.*: /, ""); print; exit}' /proc/cpuinfo)"
+
+# --- latency -----------------------------------------------------------
+note "handshake latency, $BENCH_REPS repetitions each"
+kill_agents
+# cold: no agent, no key; request-key spawns tlsh-helper
+fails=0
+for i in $(seq "$BENCH_REPS"); do
+	kill_agents
+	tt $HS
+	if tt_ok; then emit hs.cold "$(us_to_ms "$(tt_us)")"; else fails=$((fails + 1)); echo "${TT[*]}"; fi
+done
+[ $fails = 0 ] || info hs.cold.failures $fails
+# warm: the agent spawned above is listening
+tt $HS
+fails=0
+for i in $(seq "$BENCH_REPS"); do
+	tt $HS
+	if tt_ok; then emit hs.warm "$(us_to_ms "$(tt_us)")"; else fails=$((fails + 1)); fi
+done
+[ $fails = 0 ] || info hs.warm.failures $fails
+# one handshake with data over kTLS, to show the path is the real one
+tt "addr=$S port=4433 name=server.test"
+info hs.echo-check "${TT[0]}"
+# the helper run by hand as a resident agent in this namespace
+kill_agents
+tlsh-helper -f -i 0 > $TLSH_ARTIFACTS/resident.log 2>&1 &
+resident=$!
+wait_for 10 grep -q "serving network namespace" $TLSH_ARTIFACTS/resident.log
+tt $HS
+fails=0
+for i in $(seq "$BENCH_REPS"); do
+	tt $HS
+	if tt_ok; then emit hs.resident "$(us_to_ms "$(tt_us)")"; else fails=$((fails + 1)); fi
+done
+[ $fails = 0 ] || info hs.resident.failures $fails
+kill $resident; wait $resident 2>/dev/null
+kill_agents
+# the floor: the same handshake from user space, in one process
+hs-floor server.test 4433 server.test $CA $((BENCH_REPS + 1)) > $BW/floor.out
+info hs.floor.session "$(sed -n 1p $BW/floor.out | cut -d' ' -f3-)"
+tail -n +2 $BW/floor.out | while read -r t st _; do
+	[ "$st" = status=ok ] && emit hs.floor "$(us_to_ms "${t#time_us=}")"
+done
+# gnutls-cli: the same, as a process (exec, library and CA loading included)
+for i in $(seq "$BENCH_REPS"); do
+	now; t0=$NOW
+	gnutls-cli --x509cafile $CA -p 4433 server.test < /dev/null > /dev/null 2>&1 &&
+		{ ms_since $t0; emit hs.gnutls-cli "$MS"; }
+done
+
+# --- one namespace, N handshakes at once (warm agent) ------------------
+note "scaling: N handshakes at once in C1, $BENCH_SCALE_REPS repetitions"
+tt $HS
+pid=$(pgrep -x tlsh-helper | head -1)
+info helper.pid "$pid"
+emit mem.helper.rss_idle_kb "$(awk '/^VmRSS/ {print $2}' /proc/$pid/status)"
+# listen_overflows: SYNs the server namespace dropped for a full accept queue
+listen_overflows() {
+	ip netns exec S awk '/^TcpExt:/ {if (!h) {for (i = 1; i <= NF; i++) if ($i == "ListenOverflows") c = i; h = 1} else print $c}' /proc/net/netstat
+}
+for n in 1 8 64 256; do
+	fails=0
+	lo0=$(listen_overflows)
+	for i in $(seq "$BENCH_SCALE_REPS"); do
+		# VmRSS while serving: sampled in the background
+		touch $BW/sampling
+		( m=0; while [ -e $BW/sampling ]; do
+			r=$(awk '/^VmRSS/ {print $2}' /proc/$pid/status 2>/dev/null)
+			[ -n "$r" ] && [ "$r" -gt $m ] && m=$r
+			sleep 0.05
+		  done; echo $m > $BW/rss.max ) &
+		sampler=$!
+		now; t0=$NOW
+		tt $HS count=$n
+		ms_since $t0
+		rm -f $BW/sampling; wait $sampler
+		if tt_ok; then
+			emit scale.hs.$n "$MS"
+			emit mem.helper.rss_serving_${n}_kb "$(cat $BW/rss.max)"
+		else
+			fails=$((fails + 1))
+			printf '%s\n' "${TT[@]}" | grep -v ' start=0 status=0 done=1 ' | head -3
+		fi
+	done
+	[ $fails = 0 ] || info scale.hs.$n.failures $fails
+	info scale.hs.$n.listen-overflows $(( $(listen_overflows) - lo0 ))
+	# the same from user space: N threads of one process
+	lo0=$(listen_overflows)
+	hs-floor server.test 4433 server.test $CA $BENCH_SCALE_REPS $n > $BW/floor-par.out
+	while read -r b ok bad; do
+		[ "$bad" = failed=0 ] && emit scale.floor.$n "$(us_to_ms "${b#batch_us=}")"
+	done < $BW/floor-par.out
+	grep -v failed=0 $BW/floor-par.out | head -2
+	info scale.floor.$n.listen-overflows $(( $(listen_overflows) - lo0 ))
+done
+emit mem.helper.hwm_kb "$(awk '/^VmHWM/ {print $2}' /proc/$pid/status)"
+info helper.threads_after "$(awk '/^Threads/ {print $2}' /proc/$pid/status)"
+
+# --- N namespaces at once ----------------------------------------------
+note "scaling: one handshake in each of N namespaces at once, cold and warm"
+NS_MAX=16
+for i in $(seq $NS_MAX); do
+	ip netns add bn$i
+	ip link add b$i type veth peer name eth0 netns bn$i
+	ip link set b$i netns S
+	ip -n S link set b$i master br0
+	ip -n S link set b$i up
+	ip -n bn$i link set lo up
+	ip -n bn$i addr add 192.0.2.$((100 + i))/24 dev eth0
+	ip -n bn$i link set eth0 up
+done
+for i in $(seq $NS_MAX); do
+	wait_for 10 ip netns exec bn$i ping -c1 -W1 $S > /dev/null || echo "bench: bn$i cannot reach the server"
+done
+cat > $BW/nsworker.sh <<W
+#!/bin/bash
+touch $BW/ready.\$1
+: < $BW/go
+exec {fd}<>/proc/tlsh_test
+echo "$HS" >&\$fd
+mapfile -t L <&\$fd
+echo "\${EPOCHREALTIME/./} \${L[0]}" > $BW/res.\$1
+W
+chmod +x $BW/nsworker.sh
+rm -f $BW/go; mkfifo $BW/go
+# ns_round N: one handshake in bn1..bnN at once; emits the time until the
+# last one finished (ms); returns 1 if one failed
+ns_round() {
+	local n=$1 i t0 last=0 bad=0 e l pids=()
+	rm -f $BW/ready.* $BW/res.*
+	for i in $(seq $n); do ip netns exec bn$i $BW/nsworker.sh $i & pids+=($!); done
+	wait_for 20 sh -c "[ \$(ls $BW/ready.* 2>/dev/null | wc -l) = $n ]"
+	sleep 0.3
+	exec {go}> $BW/go
+	now; t0=$NOW
+	exec {go}>&-
+	wait "${pids[@]}"
+	for i in $(seq $n); do
+		read -r e l < $BW/res.$i || { bad=1; continue; }
+		case "$l" in *" status=0 done=1 "*) ;; *) bad=1; echo "bn$i: $l" ;; esac
+		[ "$e" -gt $last ] && last=$e
+	done
+	NS_MS=$(us_to_ms $((last - t0)))
+	return $bad
+}
+for n in 1 4 16; do
+	for i in $(seq "$BENCH_SCALE_REPS"); do
+		kill_agents
+		ns_round $n && emit scale.ns.$n.cold "$NS_MS"
+		ns_round $n && emit scale.ns.$n.warm "$NS_MS"
+	done
+done
+info agents.after-16 "$(pgrep -x tlsh-helper | wc -l) tlsh-helper processes"
+
+# --- kernel memory of a queued handshake -------------------------------
+note "kernel memory: 256 handshakes queued on a stalled agent (bn1)"
+kill_agents
+ip netns exec S tcp-sink 4437 &
+sink=$!
+sleep 0.5
+slab_active() { awk 'NR > 2 {s += $2 * $4} END {print s}' /proc/slabinfo; }
+slab_snap() { awk 'NR > 2 {print $1, $2 * $4}' /proc/slabinfo > $1; }
+meminfo_slab() { awk '/^Slab:/ {print $2 * 1024}' /proc/meminfo; }
+established() { ip netns exec bn1 ss -Htn state established | wc -l; }
+# baseline: 256 plain TCP connections from user space to the same sink
+sync; echo 3 > /proc/sys/vm/drop_caches; sleep 1
+slab_snap $BW/slab.0; a0=$(slab_active); m0=$(meminfo_slab)
+ip netns exec bn1 bash -c "for i in \$(seq 256); do exec {fd}<>/dev/tcp/$S/4437; done; touch $BW/tcp-open; sleep 8" &
+tcp=$!
+wait_for 20 test -e $BW/tcp-open; sleep 1
+slab_snap $BW/slab.1; a1=$(slab_active); m1=$(meminfo_slab)
+info mem.tcp-baseline "established=$(established)"
+wait $tcp; rm -f $BW/tcp-open
+sleep 2
+# 256 handshakes queued: the request-key "helper" never binds
+cat > $BW/stall.sh <<'X'
+#!/bin/bash
+exec sleep 120
+X
+chmod +x $BW/stall.sh
+cp /etc/request-key.d/tlsh.conf $BW/tlsh.conf.saved
+echo "create tlsh * * $BW/stall.sh %k" > /etc/request-key.d/tlsh.conf
+sync; echo 3 > /proc/sys/vm/drop_caches; sleep 1
+slab_snap $BW/slab.2; a2=$(slab_active); m2=$(meminfo_slab)
+ip netns exec bn1 bash -c "echo 'addr=$S port=4437 name=server.test data=none timeout=30000 count=256' > /proc/tlsh_test" &
+queued=$!
+wait_for 30 sh -c "[ \$(ip netns exec bn1 ss -Htn state established | wc -l) -ge 256 ]"; sleep 1
+slab_snap $BW/slab.3; a3=$(slab_active); m3=$(meminfo_slab)
+info mem.queued "established=$(established)"
+cp $BW/tlsh.conf.saved /etc/request-key.d/tlsh.conf
+pkill -f "$BW/stall.sh" ; pkill -x sleep
+wait $queued
+kill $sink
+tcp_b=$(( (a1 - a0) / 256 )); hs_b=$(( (a3 - a2) / 256 ))
+emit mem.kernel.per_tcp_conn_b $tcp_b
+emit mem.kernel.per_queued_hs_b $hs_b
+emit mem.kernel.per_queued_hs_extra_b $((hs_b - tcp_b))
+emit mem.kernel.per_queued_hs_meminfo_b $(( (m3 - m2) / 256 ))
+slab_delta() {
+	awk 'NR == FNR {a[$1] = $2; next} {d = $2 - a[$1]; if (d > 0) print d, $1}' $1 $2 |
+		sort -rn | head -8 | awk '{printf "%s:+%d ", $2, $1 / 256}'
+}
+info mem.slab-deltas-queued "$(slab_delta $BW/slab.2 $BW/slab.3)(bytes per handshake)"
+info mem.slab-deltas-tcp "$(slab_delta $BW/slab.0 $BW/slab.1)(bytes per connection)"
+
+kill_agents
+pkill gnutls-serv
+for i in $(seq $NS_MAX); do ip netns del bn$i; done
+exit 0

@@ -1,0 +1,190 @@
+# NFS benchmarks (runs in C1): mount latency (none, tls cold and warm,
+# auto against a server without TLS), sequential throughput, a small-file
+# metadata workload and CPU time per MiB, for plaintext NFS, NFS over kTLS
+# (xprtsec=tls) and plaintext NFS through a stunnel tunnel.
+S=$TLSH_SERVER_ADDR
+MNT=/mnt/bench
+mkdir -p $MNT
+bench_setup || { echo "bench: cannot set up"; exit 1; }
+NA_XPRTSEC="n/a (xprtsec= not supported by this kernel)"
+
+# knfsd's port in S (the TLS front, once there, owns server.test:2049)
+kport=$(ip netns exec S sh -c 'mount -t nfsd nfsd /proc/fs/nfsd 2>/dev/null; cat /proc/fs/nfsd/portlist' 2>/dev/null |
+	awk '$1 == "tcp" {print $2; exit}')
+kport=${kport:-2049}
+info nfs.knfsd-port "$kport"
+
+# Does this kernel know xprtsec=? (mount.nfs passes it on; the kernel says
+# "Unknown parameter" when it does not)
+dmesg -c > /dev/null 2>&1 || true
+if mount -t nfs -o vers=4.2,xprtsec=none server.test:$TLSH_EXPORT $MNT 2> $BW/xprtsec.err; then
+	umount $MNT
+	XPRTSEC=1
+	NONE_OPT=",xprtsec=none"
+else
+	XPRTSEC=0
+	NONE_OPT=""
+	info nfs.xprtsec "$(head -1 $BW/xprtsec.err) / $(dmesg | grep -i xprtsec | tail -1)"
+fi
+info nfs.xprtsec-supported $XPRTSEC
+
+# mount_time OPTS SRC: one timed mount (ms in $MS), then umount
+mount_time() {
+	local t0
+	now; t0=$NOW
+	mount -t nfs -o "$1" "$2" $MNT 2>> $BW/mount.err || return 1
+	ms_since $t0
+	umount $MNT
+}
+# mode_opts MODE: mount options and source of a throughput mode
+mode_src() {
+	case $1 in
+	none) echo "vers=4.2$NONE_OPT server.test:$TLSH_EXPORT" ;;
+	tls) echo "vers=4.2,xprtsec=tls server.test:$TLSH_EXPORT" ;;
+	stunnel) echo "vers=4.2$NONE_OPT,port=2050 127.0.0.1:$TLSH_EXPORT" ;;
+	esac
+}
+mount_mode() {
+	local o s
+	read -r o s <<< "$(mode_src $1)"
+	mount -t nfs -o "$o" "$s" $MNT 2>> $BW/mount.err
+}
+
+# --- the stunnel tunnel: C1 127.0.0.1:2050 -> S 192.0.2.1:2051 -> knfsd ---
+cat > $BW/stunnel-s.conf <<C
+foreground = yes
+pid =
+output = $TLSH_ARTIFACTS/stunnel-s.log
+[nfs]
+accept = $S:2051
+connect = 127.0.0.1:$kport
+cert = $CERTS/server.pem
+key = $CERTS/server-key.pem
+C
+cat > $BW/stunnel-c.conf <<C
+foreground = yes
+pid =
+output = $TLSH_ARTIFACTS/stunnel-c.log
+[nfs]
+client = yes
+accept = 127.0.0.1:2050
+connect = $S:2051
+CAfile = $CA
+verifyChain = yes
+checkHost = server.test
+C
+ip netns exec S stunnel4 $BW/stunnel-s.conf > /dev/null 2>&1 &
+stunnel_s=$!
+stunnel4 $BW/stunnel-c.conf > /dev/null 2>&1 &
+stunnel_c=$!
+wait_for 10 sh -c "ip netns exec S ss -ltn | grep -q '$S:2051 '"
+wait_for 10 sh -c "ss -ltn | grep -q '127.0.0.1:2050 '"
+info stunnel.version "$(stunnel4 -version 2>&1 | head -1)"
+
+# --- a server without TLS for xprtsec=auto: tls-front --no-tls ----------
+ip netns exec S tls-front --no-tls --listen $S:20490 --backend 127.0.0.1:$kport \
+	--cert $CERTS/server.pem --key $CERTS/server-key.pem --log $TLSH_ARTIFACTS/front-notls.log > /dev/null 2>&1 &
+front_notls=$!
+wait_for 10 sh -c "ip netns exec S ss -ltn | grep -q '$S:20490 '"
+
+MODES="none tls stunnel"
+mode_ok() {
+	[ $1 != tls ] || [ $XPRTSEC = 1 ]
+}
+# a mode that does not mount is reported n/a for all its metrics
+for m in $MODES; do
+	if ! mode_ok $m; then
+		for x in tput.write tput.read cpu.write cpu.read meta.create meta.stat meta.remove; do na $x.$m "$NA_XPRTSEC"; done
+	elif mount_mode $m; then
+		umount $MNT
+	else
+		info nfs.$m.mount-failed "$(tail -1 $BW/mount.err)"
+		MODES=${MODES/$m/}
+		for x in tput.write tput.read cpu.write cpu.read meta.create meta.stat meta.remove; do na $x.$m "failed: $(tail -1 $BW/mount.err)"; done
+	fi
+done
+MODES=$(for m in $MODES; do mode_ok $m && echo $m; done)
+
+# --- mount latency -----------------------------------------------------
+note "mount latency, $BENCH_MOUNT_REPS repetitions"
+for i in $(seq "$BENCH_MOUNT_REPS"); do
+	mount_time "vers=4.2$NONE_OPT" server.test:$TLSH_EXPORT && emit mount.none "$MS"
+	mount_time "vers=4.2$NONE_OPT,port=20490" server.test:$TLSH_EXPORT && emit mount.none.notls-server "$MS"
+	mount_time "vers=4.2$NONE_OPT,port=2050" 127.0.0.1:$TLSH_EXPORT && emit mount.stunnel "$MS"
+done
+if [ $XPRTSEC = 1 ]; then
+	for i in $(seq "$BENCH_MOUNT_REPS"); do
+		kill_agents
+		mount_time vers=4.2,xprtsec=tls server.test:$TLSH_EXPORT && emit mount.tls.cold "$MS"
+		mount_time vers=4.2,xprtsec=tls server.test:$TLSH_EXPORT && emit mount.tls.warm "$MS"
+		mount_time vers=4.2,xprtsec=auto,port=20490 server.test:$TLSH_EXPORT && emit mount.auto.notls-server "$MS"
+	done
+else
+	for x in mount.tls.cold mount.tls.warm mount.auto.notls-server; do na $x "$NA_XPRTSEC"; done
+fi
+
+# server-side CPU (to leave out of the client's): nfsd threads and the
+# server's user-space relays
+server_pids() { echo $(pgrep -x nfsd) $stunnel_s $(pgrep -x tls-front); }
+
+# --- throughput and CPU per MiB ----------------------------------------
+note "throughput: ${BENCH_MIB} MiB sequential write and read, $BENCH_TPUT_REPS repetitions, modes: $MODES"
+F=bench-seq
+for i in $(seq "$BENCH_TPUT_REPS"); do
+	for m in $MODES; do
+		rm -f $TLSH_EXPORT_DIR/$F
+		sync; echo 3 > /proc/sys/vm/drop_caches
+		mount_mode $m || continue
+		c0=$(cpu_ticks); s0=$(pid_ticks $(server_pids))
+		now; t0=$NOW
+		dd if=/dev/zero of=$MNT/$F bs=1M count=$BENCH_MIB conv=fsync 2> $BW/dd.err ||
+			{ cat $BW/dd.err; umount $MNT; continue; }
+		umount $MNT
+		ms_since $t0
+		c1=$(cpu_ticks); s1=$(pid_ticks $(server_pids))
+		emit tput.write.$m "$(awk -v ms=$MS -v mib=$BENCH_MIB 'BEGIN {printf "%.2f", mib * 1000 / ms}')"
+		emit cpu.write.$m "$(awk -v c=$((c1 - c0 - (s1 - s0))) -v mib=$BENCH_MIB 'BEGIN {printf "%.2f", c * 10 / mib}')"
+		emit cpu.write.$m.all "$(awk -v c=$((c1 - c0)) -v mib=$BENCH_MIB 'BEGIN {printf "%.2f", c * 10 / mib}')"
+		sync; echo 3 > /proc/sys/vm/drop_caches
+		mount_mode $m || continue
+		c0=$(cpu_ticks); s0=$(pid_ticks $(server_pids))
+		now; t0=$NOW
+		dd if=$MNT/$F of=/dev/null bs=1M 2> $BW/dd.err || { cat $BW/dd.err; umount $MNT; continue; }
+		ms_since $t0
+		c1=$(cpu_ticks); s1=$(pid_ticks $(server_pids))
+		umount $MNT
+		emit tput.read.$m "$(awk -v ms=$MS -v mib=$BENCH_MIB 'BEGIN {printf "%.2f", mib * 1000 / ms}')"
+		emit cpu.read.$m "$(awk -v c=$((c1 - c0 - (s1 - s0))) -v mib=$BENCH_MIB 'BEGIN {printf "%.2f", c * 10 / mib}')"
+		emit cpu.read.$m.all "$(awk -v c=$((c1 - c0)) -v mib=$BENCH_MIB 'BEGIN {printf "%.2f", c * 10 / mib}')"
+	done
+done
+rm -f $TLSH_EXPORT_DIR/$F
+
+# --- metadata: create, stat, remove BENCH_FILES files -------------------
+note "metadata: create/stat/remove $BENCH_FILES files, $BENCH_META_REPS repetitions"
+for i in $(seq "$BENCH_META_REPS"); do
+	for m in $MODES; do
+		rm -rf $TLSH_EXPORT_DIR/meta
+		mount_mode $m || continue
+		mkdir $MNT/meta
+		now; t0=$NOW
+		for ((f = 0; f < BENCH_FILES; f++)); do : > $MNT/meta/f$f; done
+		ms_since $t0
+		emit meta.create.$m "$(awk -v ms=$MS -v n=$BENCH_FILES 'BEGIN {printf "%.1f", n * 1000 / ms}')"
+		umount $MNT
+		mount_mode $m || continue
+		now; t0=$NOW
+		stat -c %s $MNT/meta/* > /dev/null
+		ms_since $t0
+		emit meta.stat.$m "$(awk -v ms=$MS -v n=$BENCH_FILES 'BEGIN {printf "%.1f", n * 1000 / ms}')"
+		now; t0=$NOW
+		rm -rf $MNT/meta
+		ms_since $t0
+		emit meta.remove.$m "$(awk -v ms=$MS -v n=$BENCH_FILES 'BEGIN {printf "%.1f", n * 1000 / ms}')"
+		umount $MNT
+	done
+done
+
+kill $stunnel_c $stunnel_s $front_notls 2>/dev/null
+kill_agents
+exit 0
