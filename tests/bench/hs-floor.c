@@ -10,7 +10,7 @@
  *   hs-floor HOST PORT NAME CAFILE REPS [PARALLEL]
  *   time_us=1234 status=ok version=TLS1.3 cipher=AES-256-GCM
  *
- * With PARALLEL > 1, each repetition starts PARALLEL handshakes at once
+ * With PARALLEL given, each repetition starts PARALLEL handshakes at once
  * (one thread each) and prints the time until the last one finished:
  *
  *   batch_us=23456 ok=64 failed=0
@@ -84,7 +84,7 @@ static void *worker(void *arg)
 int main(int argc, char **argv)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM };
-	int reps, par = 1, i, j, fails = 0;
+	int reps, par = 1, batch = argc == 7, i, j, fails = 0;
 
 	if (argc != 6 && argc != 7) {
 		fprintf(stderr, "usage: hs-floor HOST PORT NAME CAFILE REPS [PARALLEL]\n");
@@ -109,7 +109,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	for (i = 0; i < reps; i++) {
-		if (par == 1) {
+		if (!batch) {
 			char desc[128];
 			long long t0 = now_us();
 			int ret = handshake(desc, sizeof(desc));

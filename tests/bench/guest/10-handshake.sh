@@ -3,9 +3,15 @@
 # helper's resident memory and the kernel memory of a queued handshake.
 S=$TLSH_SERVER_ADDR
 HS="addr=$S port=4433 name=server.test data=none timeout=120000"
+# the scaling runs use hs-serv (threaded, backlog 1024): gnutls-serv's small
+# accept queue overflows with many connections at once (see hs-serv.c)
+HSS="addr=$S port=4443 name=server.test data=none timeout=120000"
 
 bench_setup || { echo "bench: cannot load the test consumer"; exit 1; }
 serve 4433 server
+ip netns exec S hs-serv 4443 $CERTS/server.pem $CERTS/server-key.pem > $TLSH_ARTIFACTS/hs-serv.log 2>&1 &
+hsserv=$!
+wait_for 10 sh -c "ip netns exec S ss -ltn | grep -q ':4443 '"
 info kernel "$(uname -r)"
 info cpus "$(grep -c ^processor /proc/cpuinfo) vCPU online, $(awk '/^model name/ {sub(/.*: /, ""); print; exit}' /proc/cpuinfo)"
 
@@ -60,7 +66,7 @@ done
 
 # --- one namespace, N handshakes at once (warm agent) ------------------
 note "scaling: N handshakes at once in C1, $BENCH_SCALE_REPS repetitions"
-tt $HS
+tt $HSS
 pid=$(pgrep -x tlsh-helper | head -1)
 info helper.pid "$pid"
 emit mem.helper.rss_idle_kb "$(awk '/^VmRSS/ {print $2}' /proc/$pid/status)"
@@ -81,7 +87,7 @@ for n in 1 8 64 256; do
 		  done; echo $m > $BW/rss.max ) &
 		sampler=$!
 		now; t0=$NOW
-		tt $HS count=$n
+		tt $HSS count=$n
 		ms_since $t0
 		rm -f $BW/sampling; wait $sampler
 		if tt_ok; then
@@ -96,7 +102,7 @@ for n in 1 8 64 256; do
 	info scale.hs.$n.listen-overflows $(( $(listen_overflows) - lo0 ))
 	# the same from user space: N threads of one process
 	lo0=$(listen_overflows)
-	hs-floor server.test 4433 server.test $CA $BENCH_SCALE_REPS $n > $BW/floor-par.out
+	hs-floor server.test 4443 server.test $CA $BENCH_SCALE_REPS $n > $BW/floor-par.out
 	while read -r b ok bad; do
 		[ "$bad" = failed=0 ] && emit scale.floor.$n "$(us_to_ms "${b#batch_us=}")"
 	done < $BW/floor-par.out
@@ -127,7 +133,7 @@ cat > $BW/nsworker.sh <<W
 touch $BW/ready.\$1
 : < $BW/go
 exec {fd}<>/proc/tlsh_test
-echo "$HS" >&\$fd
+echo "$HSS" >&\$fd
 mapfile -t L <&\$fd
 echo "\${EPOCHREALTIME/./} \${L[0]}" > $BW/res.\$1
 W
@@ -215,5 +221,6 @@ info mem.slab-deltas-tcp "$(slab_delta $BW/slab.0 $BW/slab.1)(bytes per connecti
 
 kill_agents
 pkill gnutls-serv
+kill $hsserv
 for i in $(seq $NS_MAX); do ip netns del bn$i; done
 exit 0

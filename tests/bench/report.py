@@ -1,0 +1,295 @@
+#!/usr/bin/env python3
+"""Turn the bench console log into the table, CSVs, a Markdown table and a chart.
+
+    report.py LOG OUTDIR
+
+LOG holds the lines the guest scripts print (tests/bench/guest/bench-lib.sh):
+    BENCH METRIC VALUE | BENCHNA METRIC REASON | BENCHINFO KEY TEXT
+Writes OUTDIR/results.csv (every sample), OUTDIR/summary.csv (n, median,
+p95, min, max per metric), OUTDIR/results.md and OUTDIR/bench.png (gnuplot).
+"""
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+# (metric, label, unit); unit "ms" etc. Rows print in this order.
+ROWS = [
+    ("Handshake latency (one handshake, kernel consumer -> done())", None, None),
+    ("hs.cold", "cold: agent spawned by request-key", "ms"),
+    ("hs.warm", "warm: spawned agent already listening", "ms"),
+    ("hs.resident", "resident agent (tlsh-helper -f)", "ms"),
+    ("hs.floor", "floor: GnuTLS client in user space (hs-floor)", "ms"),
+    ("hs.gnutls-cli", "gnutls-cli process (exec included)", "ms"),
+    ("Scaling: N handshakes at once in one namespace (warm agent; time to the last)", None, None),
+    ("scale.hs.1", "1 handshake", "ms"),
+    ("scale.hs.8", "8 handshakes", "ms"),
+    ("scale.hs.64", "64 handshakes", "ms"),
+    ("scale.hs.256", "256 handshakes", "ms"),
+    ("scale.floor.1", "user-space floor, 1 thread", "ms"),
+    ("scale.floor.8", "user-space floor, 8 threads", "ms"),
+    ("scale.floor.64", "user-space floor, 64 threads", "ms"),
+    ("scale.floor.256", "user-space floor, 256 threads", "ms"),
+    ("Scaling: one handshake in each of N namespaces at once", None, None),
+    ("scale.ns.1.cold", "1 namespace, cold (1 agent spawned)", "ms"),
+    ("scale.ns.4.cold", "4 namespaces, cold (4 agents spawned)", "ms"),
+    ("scale.ns.16.cold", "16 namespaces, cold (16 agents spawned)", "ms"),
+    ("scale.ns.1.warm", "1 namespace, warm", "ms"),
+    ("scale.ns.4.warm", "4 namespaces, warm", "ms"),
+    ("scale.ns.16.warm", "16 namespaces, warm", "ms"),
+    ("Memory", None, None),
+    ("mem.helper.rss_idle_kb", "tlsh-helper VmRSS, idle after one handshake", "KiB"),
+    ("mem.helper.rss_serving_1_kb", "tlsh-helper VmRSS, max while serving 1", "KiB"),
+    ("mem.helper.rss_serving_64_kb", "tlsh-helper VmRSS, max while serving 64", "KiB"),
+    ("mem.helper.rss_serving_256_kb", "tlsh-helper VmRSS, max while serving 256", "KiB"),
+    ("mem.helper.hwm_kb", "tlsh-helper VmHWM (peak) after all scaling runs", "KiB"),
+    ("mem.kernel.per_queued_hs_b", "kernel slab per queued handshake (incl. its TCP connection)", "B"),
+    ("mem.kernel.per_tcp_conn_b", "kernel slab per plain TCP connection (user-space baseline)", "B"),
+    ("mem.kernel.per_queued_hs_extra_b", "difference: the handshake request itself", "B"),
+    ("mem.kernel.per_queued_hs_meminfo_b", "per queued handshake, /proc/meminfo Slab", "B"),
+    ("NFS mount latency (mount(8) to return; vers=4.2)", None, None),
+    ("mount.none", "xprtsec=none (plain)", "ms"),
+    ("mount.tls.cold", "xprtsec=tls, cold (agent spawned)", "ms"),
+    ("mount.tls.warm", "xprtsec=tls, warm", "ms"),
+    ("mount.none.notls-server", "none, via a server without TLS (tls-front --no-tls)", "ms"),
+    ("mount.auto.notls-server", "xprtsec=auto, same server without TLS", "ms"),
+    ("mount.stunnel", "plain NFS through the stunnel tunnel", "ms"),
+    ("NFS sequential throughput", None, None),
+    ("tput.write.none", "write, none", "MiB/s"),
+    ("tput.write.tls", "write, tls (kTLS)", "MiB/s"),
+    ("tput.write.stunnel", "write, stunnel", "MiB/s"),
+    ("tput.read.none", "read, none", "MiB/s"),
+    ("tput.read.tls", "read, tls (kTLS)", "MiB/s"),
+    ("tput.read.stunnel", "read, stunnel", "MiB/s"),
+    ("CPU time per MiB moved (client side: all guest CPU less nfsd and server-side relays)", None, None),
+    ("cpu.write.none", "write, none", "ms/MiB"),
+    ("cpu.write.tls", "write, tls (kTLS)", "ms/MiB"),
+    ("cpu.write.stunnel", "write, stunnel", "ms/MiB"),
+    ("cpu.read.none", "read, none", "ms/MiB"),
+    ("cpu.read.tls", "read, tls (kTLS)", "ms/MiB"),
+    ("cpu.read.stunnel", "read, stunnel", "ms/MiB"),
+    ("cpu.write.none.all", "write, none (whole guest)", "ms/MiB"),
+    ("cpu.write.tls.all", "write, tls (whole guest)", "ms/MiB"),
+    ("cpu.write.stunnel.all", "write, stunnel (whole guest)", "ms/MiB"),
+    ("cpu.read.none.all", "read, none (whole guest)", "ms/MiB"),
+    ("cpu.read.tls.all", "read, tls (whole guest)", "ms/MiB"),
+    ("cpu.read.stunnel.all", "read, stunnel (whole guest)", "ms/MiB"),
+    ("Small-file metadata workload", None, None),
+    ("meta.create.none", "create, none", "files/s"),
+    ("meta.create.tls", "create, tls", "files/s"),
+    ("meta.create.stunnel", "create, stunnel", "files/s"),
+    ("meta.stat.none", "stat (after remount), none", "files/s"),
+    ("meta.stat.tls", "stat, tls", "files/s"),
+    ("meta.stat.stunnel", "stat, stunnel", "files/s"),
+    ("meta.remove.none", "remove, none", "files/s"),
+    ("meta.remove.tls", "remove, tls", "files/s"),
+    ("meta.remove.stunnel", "remove, stunnel", "files/s"),
+]
+
+# (label, numerator, denominator, op, limit): ratio of medians
+TARGETS = [
+    ("warm handshake <= 1.3x user-space floor", "hs.warm", "hs.floor", "<=", 1.3),
+    ("cold handshake <= 1.5x warm", "hs.cold", "hs.warm", "<=", 1.5),
+    ("auto mount vs server without TLS <= 1.2x none mount (same server)",
+     "mount.auto.notls-server", "mount.none.notls-server", "<=", 1.2),
+    ("kTLS write throughput >= 1.5x stunnel", "tput.write.tls", "tput.write.stunnel", ">=", 1.5),
+    ("kTLS read throughput >= 1.5x stunnel", "tput.read.tls", "tput.read.stunnel", ">=", 1.5),
+    ("64 concurrent handshakes <= 40x one", "scale.hs.64", "scale.hs.1", "<=", 40),
+]
+# ratios shown for context, no target
+CONTEXT = [
+    ("resident agent / user-space floor", "hs.resident", "hs.floor"),
+    ("user-space floor: 64 threads / 1", "scale.floor.64", "scale.floor.1"),
+    ("256 concurrent handshakes / one", "scale.hs.256", "scale.hs.1"),
+    ("16 namespaces cold / 1 namespace cold", "scale.ns.16.cold", "scale.ns.1.cold"),
+    ("16 namespaces warm / 1 namespace warm", "scale.ns.16.warm", "scale.ns.1.warm"),
+    ("auto mount (no-TLS server) / direct none mount", "mount.auto.notls-server", "mount.none"),
+    ("tls mount warm / none mount", "mount.tls.warm", "mount.none"),
+    ("stunnel write throughput / none", "tput.write.stunnel", "tput.write.none"),
+    ("kTLS write throughput / none", "tput.write.tls", "tput.write.none"),
+]
+
+LINE = re.compile(r"(BENCH|BENCHNA|BENCHINFO) (\S+)(?: (.*))?$")
+
+
+def parse(path):
+    samples, na, info = {}, {}, {}
+    with open(path, errors="replace") as f:
+        for raw in f:
+            raw = raw.replace("\r", "").rstrip("\n")
+            i = raw.find("BENCH")
+            if i < 0:
+                continue
+            m = LINE.match(raw[i:])
+            if not m:
+                continue
+            kind, key, rest = m.group(1), m.group(2), (m.group(3) or "").strip()
+            if kind == "BENCH":
+                try:
+                    samples.setdefault(key, []).append(float(rest))
+                except ValueError:
+                    pass
+            elif kind == "BENCHNA":
+                na[key] = rest
+            else:
+                info[key] = rest
+    return samples, na, info
+
+
+def median(v):
+    s = sorted(v)
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+def p95(v):
+    s = sorted(v)
+    return s[max(0, math.ceil(0.95 * len(s)) - 1)]
+
+
+def fmt(x):
+    if x is None:
+        return "-"
+    if abs(x) >= 100:
+        return "%.0f" % x
+    if abs(x) >= 10:
+        return "%.1f" % x
+    return "%.2f" % x
+
+
+def main():
+    log, out = sys.argv[1], sys.argv[2]
+    samples, na, info = parse(log)
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "results.csv"), "w") as f:
+        f.write("metric,sample,value\n")
+        for k, v in samples.items():
+            for i, x in enumerate(v):
+                f.write("%s,%d,%g\n" % (k, i + 1, x))
+    stats = {k: (len(v), median(v), p95(v), min(v), max(v)) for k, v in samples.items() if v}
+    units = {m: u for m, _, u in ROWS if u}
+    known = {m for m, _, _ in ROWS}
+    with open(os.path.join(out, "summary.csv"), "w") as f:
+        f.write("metric,unit,n,median,p95,min,max,note\n")
+        for m in [r[0] for r in ROWS if r[2]] + sorted(set(stats) - known):
+            if m in stats:
+                n, md, p, lo, hi = stats[m]
+                f.write("%s,%s,%d,%g,%g,%g,%g,\n" % (m, units.get(m, ""), n, md, p, lo, hi))
+            elif m in na:
+                f.write('%s,%s,0,,,,,"%s"\n' % (m, units.get(m, ""), na[m].replace('"', "'")))
+
+    def med(m):
+        return stats[m][1] if m in stats else None
+
+    md = []
+    txt = []
+    md.append("| what | unit | n | median | p95 |")
+    md.append("| --- | --- | --- | --- | --- |")
+    width = 62
+    for m, label, unit in ROWS:
+        if unit is None:
+            if any(r[0] in stats or r[0] in na for r in ROWS[ROWS.index((m, label, unit)) + 1:]
+                   [:next((i for i, r in enumerate(ROWS[ROWS.index((m, label, unit)) + 1:]) if r[2] is None), None)]):
+                txt.append("")
+                txt.append(m)
+                md.append("| **%s** | | | | |" % m)
+            continue
+        if m in stats:
+            n, mdn, p, _, _ = stats[m]
+            txt.append("  %-*s %8s %8s  %-7s n=%d" % (width, label, fmt(mdn), fmt(p), unit, n))
+            md.append("| %s | %s | %d | %s | %s |" % (label, unit, n, fmt(mdn), fmt(p)))
+        elif m in na:
+            txt.append("  %-*s %s" % (width, label, na[m]))
+            md.append("| %s | %s | 0 | %s | |" % (label, unit, na[m]))
+    extra = sorted(set(stats) - known)
+    for m in extra:
+        n, mdn, p, _, _ = stats[m]
+        txt.append("  %-*s %8s %8s  n=%d" % (width, m, fmt(mdn), fmt(p), n))
+
+    txt.append("")
+    txt.append("Targets (ratios of medians, same run)")
+    md.append("")
+    md.append("| target | ratio | result |")
+    md.append("| --- | --- | --- |")
+    for label, a, b, op, lim in TARGETS:
+        if med(a) is not None and med(b):
+            r = med(a) / med(b)
+            ok = r <= lim if op == "<=" else r >= lim
+            res = "MET" if ok else "MISSED"
+            txt.append("  %-*s %6.2fx  %s" % (width, label, r, res))
+            md.append("| %s | %.2fx | %s |" % (label, r, res))
+        else:
+            why = na.get(a) or na.get(b) or "no samples"
+            txt.append("  %-*s    -    n/a: %s" % (width, label, why))
+            md.append("| %s | - | n/a: %s |" % (label, why))
+    txt.append("")
+    txt.append("Context ratios")
+    for label, a, b in CONTEXT:
+        if med(a) is not None and med(b):
+            txt.append("  %-*s %6.2fx" % (width, label, med(a) / med(b)))
+            md.append("| (context) %s | %.2fx | |" % (label, med(a) / med(b)))
+
+    txt.append("")
+    txt.append("Notes")
+    for k in sorted(info):
+        txt.append("  %s: %s" % (k, info[k]))
+
+    report = "\n".join(txt)
+    print(report)
+    with open(os.path.join(out, "results.txt"), "w") as f:
+        f.write(report + "\n")
+    with open(os.path.join(out, "results.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    chart(out, stats)
+
+
+def chart(out, stats):
+    """bench.png: four panels of medians with p95 whiskers."""
+    if not shutil.which("gnuplot"):
+        print("bench: gnuplot not installed, no chart")
+        return
+    panels = [
+        ("Handshake latency (ms)", [("cold", "hs.cold"), ("warm", "hs.warm"), ("resident", "hs.resident"),
+                                     ("floor", "hs.floor"), ("gnutls-cli", "hs.gnutls-cli")]),
+        ("N handshakes at once, one netns (ms)", [("agent 1", "scale.hs.1"), ("agent 8", "scale.hs.8"),
+                                                  ("agent 64", "scale.hs.64"), ("agent 256", "scale.hs.256"),
+                                                  ("floor 1", "scale.floor.1"), ("floor 8", "scale.floor.8"),
+                                                  ("floor 64", "scale.floor.64"), ("floor 256", "scale.floor.256")]),
+        ("One handshake in each of N netns (ms)", [("1 cold", "scale.ns.1.cold"), ("4 cold", "scale.ns.4.cold"),
+                                                   ("16 cold", "scale.ns.16.cold"), ("1 warm", "scale.ns.1.warm"),
+                                                   ("4 warm", "scale.ns.4.warm"), ("16 warm", "scale.ns.16.warm")]),
+        ("NFS (MiB/s; mounts in ms)", [("wr none", "tput.write.none"), ("wr tls", "tput.write.tls"),
+                                       ("wr stunnel", "tput.write.stunnel"), ("rd none", "tput.read.none"),
+                                       ("rd tls", "tput.read.tls"), ("rd stunnel", "tput.read.stunnel"),
+                                       ("mnt none", "mount.none"), ("mnt tls", "mount.tls.warm"),
+                                       ("mnt auto", "mount.auto.notls-server")]),
+    ]
+    gp = ['set terminal pngcairo size 1400,1000 font "sans,9"',
+          'set output "%s"' % os.path.join(out, "bench.png"),
+          'set multiplot layout 2,2 title "tlsh benchmarks (QEMU TCG: ratios matter, not absolute numbers)"',
+          'set style fill solid 0.6 border -1', 'set boxwidth 0.6', 'set grid ytics',
+          'set xtics rotate by -30', 'set yrange [0:*]', 'unset key']
+    for i, (title, items) in enumerate(panels):
+        rows = [(lab, stats[m][1], stats[m][2]) for lab, m in items if m in stats]
+        data = os.path.join(out, "chart%d.dat" % i)
+        with open(data, "w") as f:
+            for j, (lab, mdn, p) in enumerate(rows):
+                f.write('%d "%s" %g %g\n' % (j, lab, mdn, p))
+        gp.append('set title "%s"' % title)
+        if rows:
+            gp.append('plot "%s" using 1:3:xtic(2) with boxes lc rgb "#4a7ab0", '
+                      '"" using 1:3:3:4 with yerrorbars lc rgb "black" pt 0' % data)
+        else:
+            gp.append('set label 1 "not measured" at graph 0.4,0.5; plot [0:1][0:1] 2; unset label 1')
+    gp.append("unset multiplot")
+    r = subprocess.run(["gnuplot"], input="\n".join(gp), text=True, capture_output=True)
+    if r.returncode:
+        print("bench: gnuplot failed:", r.stderr.strip()[:400])
+    else:
+        print("bench: chart %s" % os.path.join(out, "bench.png"))
+
+
+if __name__ == "__main__":
+    main()
