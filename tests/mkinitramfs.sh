@@ -79,6 +79,8 @@ PROGS=(
 for p in "${PROGS[@]}"; do
 	copy_prog "$p"
 done
+# glibc dlopens libgcc_s for pthread_exit/pthread_cancel (stunnel4)
+copy_file "$(ldconfig -p | awk '/libgcc_s\.so\.1 .*x86-64/ {print $NF; exit}')"
 
 # busybox for everything else; real programs above win over its applets,
 # and /bin/sh is bash, which looks programs up in PATH.
