@@ -14,6 +14,8 @@
 #   BENCH_META_REPS=2    repetitions of the metadata workload
 #   BENCH_ONLY=handshake|nfs   run only that part
 #   BENCH_REPORT_ONLY=1  only redo the report from build/bench/console.log
+#   BENCH_KERNEL=FILE BENCH_KMOD=FILE  another bzImage, and the test module
+#                        built for it (put over the initramfs' copy)
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -65,16 +67,31 @@ if [ -z "${BENCH_REPORT_ONLY:-}" ]; then
 	# match a prefix of the number when the console line arrives in pieces
 	# (seen: "timeout=2718" read as 27). Until it is fixed there, run a
 	# copy of vm-run with a copy of vm.exp that needs the number's end.
+	fix=$(mktemp -d)
+	trap 'rm -rf "$fix"' EXIT
 	vmrun=$top/tests/vm-run
 	if grep -q 'timeout=(\[0-9\]+)}' "$top/tests/vm.exp"; then
-		fix=$(mktemp -d)
-		trap 'rm -rf "$fix"' EXIT
 		mkdir -p "$fix/tests"
 		cp "$top/tests/vm-run" "$fix/tests/vm-run"
 		sed 's/timeout=(\[0-9\]+)}/timeout=([0-9]+)[^0-9]}/' "$top/tests/vm.exp" > "$fix/tests/vm.exp"
 		vmrun=$fix/tests/vm-run
 	fi
-	TLSH_BUILD=$B nice -n 10 "$vmrun" "${scripts[@]}" 2>&1 | tee "$out/console.log"
+	vmargs=()
+	build=$B
+	if [ -n "${BENCH_KERNEL:-}" ]; then
+		vmargs+=(--kernel "$BENCH_KERNEL")
+		echo "BENCHINFO host.kernel $BENCH_KERNEL" >> "$out/host.log"
+	fi
+	if [ -n "${BENCH_KMOD:-}" ]; then
+		# a second archive after the base one: its files win
+		build=$fix/build
+		mkdir -p "$build" "$fix/kmod/lib/tlsh"
+		cp "$BENCH_KMOD" "$fix/kmod/lib/tlsh/tlsh_test.ko"
+		(cd "$fix/kmod" && find . -print0 | cpio --null -o -H newc -R 0:0 --quiet) > "$fix/kmod.cpio"
+		cat "$B/initramfs.cpio" "$fix/kmod.cpio" > "$build/initramfs.cpio"
+		[ -n "${BENCH_KERNEL:-}" ] || vmargs+=(--kernel "$B/kbuild/arch/x86/boot/bzImage")
+	fi
+	TLSH_BUILD=$build nice -n 10 "$vmrun" "${vmargs[@]}" "${scripts[@]}" 2>&1 | tee "$out/console.log"
 	rc=${PIPESTATUS[0]}
 	echo "BENCHINFO host.duration_s $(( $(date +%s) - t0 ))" >> "$out/host.log"
 	echo "bench: guest run finished after $(( $(date +%s) - t0 )) s (vm-run status $rc)"

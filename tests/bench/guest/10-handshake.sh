@@ -64,6 +64,17 @@ for i in $(seq "$BENCH_REPS"); do
 		{ ms_since $t0; emit hs.gnutls-cli "$MS"; }
 done
 
+# what a cold start pays on top: starting the agent's program (exec, the
+# dynamic loading of GnuTLS and friends), and request-key's own program
+for i in $(seq "$BENCH_REPS"); do
+	now; t0=$NOW
+	tlsh-helper --version > /dev/null 2>&1
+	ms_since $t0; emit hs.exec.tlsh-helper "$MS"
+	now; t0=$NOW
+	request-key --help > /dev/null 2>&1
+	ms_since $t0; emit hs.exec.request-key "$MS"
+done
+
 # --- one namespace, N handshakes at once (warm agent) ------------------
 note "scaling: N handshakes at once in C1, $BENCH_SCALE_REPS repetitions"
 tt $HSS

@@ -14,17 +14,31 @@ kport=$(ip netns exec S sh -c 'mount -t nfsd nfsd /proc/fs/nfsd 2>/dev/null; cat
 kport=${kport:-2049}
 info nfs.knfsd-port "$kport"
 
+# The plain server: knfsd itself on plain.test when the topology has it
+# (server.test:2049 is then the RPC-with-TLS front); before that, knfsd
+# owns server.test:2049.
+PLAIN=${TLSH_PLAIN_NAME:-server.test}
+info nfs.plain-server "$PLAIN"
+# every mount: one try (mount.nfs retries refused connections for 2 min)
+MO="vers=4.2,retry=0"
+mnt() { timeout -k 5 120 mount -t nfs -o "$1" "$2" $MNT 2>> $BW/mount.err; }
+
 # Does this kernel know xprtsec=? (mount.nfs passes it on; the kernel says
 # "Unknown parameter" when it does not)
-dmesg -c > /dev/null 2>&1 || true
-if mount -t nfs -o vers=4.2,xprtsec=none server.test:$TLSH_EXPORT $MNT 2> $BW/xprtsec.err; then
+dmesg_lines=$(dmesg | wc -l)
+XPRTSEC=0
+NONE_OPT=""
+if mnt $MO,xprtsec=none $PLAIN:$TLSH_EXPORT 2> $BW/xprtsec.err; then
 	umount $MNT
 	XPRTSEC=1
 	NONE_OPT=",xprtsec=none"
+elif dmesg | tail -n +$((dmesg_lines + 1)) | grep -qi "unknown parameter 'xprtsec'" ||
+	grep -qi "incorrect mount option" $BW/mount.err; then
+	info nfs.xprtsec "$(tail -1 $BW/mount.err) / $(dmesg | tail -n +$((dmesg_lines + 1)) | grep -i xprtsec | tail -1)"
 else
 	XPRTSEC=0
-	NONE_OPT=""
-	info nfs.xprtsec "$(head -1 $BW/xprtsec.err) / $(dmesg | grep -i xprtsec | tail -1)"
+	NA_XPRTSEC="failed: mount -o xprtsec=none: $(tail -1 $BW/mount.err)"
+	info nfs.xprtsec "$NA_XPRTSEC"
 fi
 info nfs.xprtsec-supported $XPRTSEC
 
@@ -32,22 +46,23 @@ info nfs.xprtsec-supported $XPRTSEC
 mount_time() {
 	local t0
 	now; t0=$NOW
-	mount -t nfs -o "$1" "$2" $MNT 2>> $BW/mount.err || return 1
+	mnt "$1" "$2" || return 1
 	ms_since $t0
 	umount $MNT
 }
 # mode_opts MODE: mount options and source of a throughput mode
 mode_src() {
 	case $1 in
-	none) echo "vers=4.2$NONE_OPT server.test:$TLSH_EXPORT" ;;
-	tls) echo "vers=4.2,xprtsec=tls server.test:$TLSH_EXPORT" ;;
-	stunnel) echo "vers=4.2$NONE_OPT,port=2050 127.0.0.1:$TLSH_EXPORT" ;;
+	none) echo "$MO$NONE_OPT $PLAIN:$TLSH_EXPORT" ;;
+	none-front) echo "$MO$NONE_OPT server.test:$TLSH_EXPORT" ;;
+	tls) echo "$MO,xprtsec=tls server.test:$TLSH_EXPORT" ;;
+	stunnel) echo "$MO$NONE_OPT,port=2050 127.0.0.1:$TLSH_EXPORT" ;;
 	esac
 }
 mount_mode() {
 	local o s
 	read -r o s <<< "$(mode_src $1)"
-	mount -t nfs -o "$o" "$s" $MNT 2>> $BW/mount.err
+	mnt "$o" "$s"
 }
 
 # --- the stunnel tunnel: C1 127.0.0.1:2050 -> S 192.0.2.1:2051 -> knfsd ---
@@ -81,13 +96,19 @@ wait_for 10 sh -c "ip netns exec S ss -ltn | grep -q '$S:2051 '"
 wait_for 10 sh -c "ss -ltn | grep -q '127.0.0.1:2050 '"
 info stunnel.version "$(stunnel4 -version 2>&1 | head -1)"
 
-# --- a server without TLS for xprtsec=auto: tls-front --no-tls ----------
+# --- a server without TLS for xprtsec=auto: plain.test (knfsd), or before
+# that topology a tls-front --no-tls in front of knfsd on port 20490 ------
+if [ "$PLAIN" != server.test ]; then
+	NOTLS_OPT="" NOTLS_SRV=$PLAIN
+else
+	NOTLS_OPT=",port=20490" NOTLS_SRV=server.test
+fi
 ip netns exec S tls-front --no-tls --listen $S:20490 --backend 127.0.0.1:$kport \
 	--cert $CERTS/server.pem --key $CERTS/server-key.pem --log $TLSH_ARTIFACTS/front-notls.log > /dev/null 2>&1 &
 front_notls=$!
 wait_for 10 sh -c "ip netns exec S ss -ltn | grep -q '$S:20490 '"
 
-MODES="none tls stunnel"
+MODES=${BENCH_NFS_MODES:-none tls stunnel}
 mode_ok() {
 	[ $1 != tls ] || [ $XPRTSEC = 1 ]
 }
@@ -108,16 +129,17 @@ MODES=$(for m in $MODES; do mode_ok $m && echo $m; done)
 # --- mount latency -----------------------------------------------------
 note "mount latency, $BENCH_MOUNT_REPS repetitions"
 for i in $(seq "$BENCH_MOUNT_REPS"); do
-	mount_time "vers=4.2$NONE_OPT" server.test:$TLSH_EXPORT && emit mount.none "$MS"
-	mount_time "vers=4.2$NONE_OPT,port=20490" server.test:$TLSH_EXPORT && emit mount.none.notls-server "$MS"
-	mount_time "vers=4.2$NONE_OPT,port=2050" 127.0.0.1:$TLSH_EXPORT && emit mount.stunnel "$MS"
+	mount_time "$MO$NONE_OPT" $PLAIN:$TLSH_EXPORT && emit mount.none "$MS"
+	mount_time "$MO$NONE_OPT$NOTLS_OPT" $NOTLS_SRV:$TLSH_EXPORT && emit mount.none.notls-server "$MS"
+	mount_time "$MO$NONE_OPT,port=2050" 127.0.0.1:$TLSH_EXPORT && emit mount.stunnel "$MS"
+	[ "$PLAIN" = server.test ] || { mount_time "$MO$NONE_OPT" server.test:$TLSH_EXPORT && emit mount.none-front "$MS"; }
 done
 if [ $XPRTSEC = 1 ]; then
 	for i in $(seq "$BENCH_MOUNT_REPS"); do
 		kill_agents
-		mount_time vers=4.2,xprtsec=tls server.test:$TLSH_EXPORT && emit mount.tls.cold "$MS"
-		mount_time vers=4.2,xprtsec=tls server.test:$TLSH_EXPORT && emit mount.tls.warm "$MS"
-		mount_time vers=4.2,xprtsec=auto,port=20490 server.test:$TLSH_EXPORT && emit mount.auto.notls-server "$MS"
+		mount_time $MO,xprtsec=tls server.test:$TLSH_EXPORT && emit mount.tls.cold "$MS"
+		mount_time $MO,xprtsec=tls server.test:$TLSH_EXPORT && emit mount.tls.warm "$MS"
+		mount_time $MO,xprtsec=auto$NOTLS_OPT $NOTLS_SRV:$TLSH_EXPORT && emit mount.auto.notls-server "$MS"
 	done
 else
 	for x in mount.tls.cold mount.tls.warm mount.auto.notls-server; do na $x "$NA_XPRTSEC"; done
