@@ -2,6 +2,8 @@
 #
 #   make check    host unit tests + the guest suite (TAP; the README's test command)
 #   make demo     boot the guest and show the main job end to end
+#   make check-debug  the guest suite on the debug kernel (KASAN, lockdep,
+#                 kmemleak), in build/debug; see README "What runs where"
 #
 # Other targets: deps kernel helper initramfs shell bench install clean
 
@@ -14,7 +16,7 @@ KOBJ := $(B)/kbuild
 DEPS_OK := $(shell $(TOP)/tests/deps.sh --check 2>/dev/null && echo yes)
 
 .PHONY: all deps kernel helper front kmod certs tools initramfs check check-host \
-	check-guest demo shell bench install clean distclean checkpatch
+	check-guest check-debug demo shell bench install clean distclean checkpatch
 
 all: kernel helper initramfs
 
@@ -60,6 +62,11 @@ check: ensure-deps
 
 check-host: ensure-deps
 	$(TOP)/tests/check.sh --host-only
+
+# The same guest suite on the debug flavor (tests/kconfig/debug.config),
+# built in build/debug (TLSH_DEBUG_BUILD), plus a kmemleak scan at the end.
+check-debug: ensure-deps
+	$(TOP)/tests/check-debug.sh
 
 demo: kernel kmod initramfs
 	$(TOP)/tests/vm-run --timeout 300 $(TOP)/tests/demo.sh

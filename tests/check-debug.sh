@@ -1,0 +1,155 @@
+#!/bin/bash
+# make check-debug: the guest suite on the debug flavor of the kernel
+# (tests/kconfig/debug.config on top of tlsh.config: KASAN, lockdep,
+# DEBUG_ATOMIC_SLEEP, list/object debugging, kmemleak), then a kmemleak
+# scan, then a self-test that the bench sees KASAN and kmemleak reports.
+# TAP like tests/check.sh, ending "N passed, N failed, N skipped".
+#
+#   tests/check-debug.sh [CASE...]      (default: tests/cases/*.sh)
+#
+# Everything goes to its own build directory, TLSH_DEBUG_BUILD (default
+# build/debug): trees, objects (kbuild-debug), test module, tools,
+# initramfs, logs. The pristine tree is hard-linked from build/ when it is
+# there. Settings: TLSH_DEBUG_SLOWDOWN (default 4) multiplies every
+# script's "# tlsh-vm: timeout=" limit; TLSH_FUZZ_SECONDS (default 120)
+# is the length of the hostile case's fuzzing; TLSH_FUZZ_SEED its seed.
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+DB=${TLSH_DEBUG_BUILD:-$top/build/debug}
+export TLSH_BUILD=$DB
+slow=${TLSH_DEBUG_SLOWDOWN:-4}
+fuzz=${TLSH_FUZZ_SECONDS:-120}
+mkdir -p "$DB/logs"
+
+n=0 pass=0 fail=0 skipped=0
+tap() {
+	n=$((n + 1))
+	case "$1" in
+	ok)
+		case "$2" in
+		*"# SKIP"*) skipped=$((skipped + 1)) ;;
+		*) pass=$((pass + 1)) ;;
+		esac
+		echo "ok $n - $2" ;;
+	*)
+		fail=$((fail + 1))
+		echo "not ok $n - $2" ;;
+	esac
+}
+relay() {
+	local prefix=$1 log=$2 line
+	while IFS= read -r line; do
+		line=${line%$'\r'}
+		if [[ $line =~ ^ok([[:space:]]+[0-9]+)?([[:space:]]+-)?[[:space:]]*(.*)$ ]]; then
+			tap ok "$prefix${BASH_REMATCH[3]}"
+		elif [[ $line =~ ^not\ ok([[:space:]]+[0-9]+)?([[:space:]]+-)?[[:space:]]*(.*)$ ]]; then
+			tap "not ok" "$prefix${BASH_REMATCH[3]}"
+		fi
+	done < <(tr -d '\000' < "$log")
+}
+step() {
+	local name=$1 log=$2
+	shift 2
+	local t0=$SECONDS
+	if "$@" > "$log" 2>&1; then
+		tap ok "$name ($((SECONDS - t0)) s)"
+		return 0
+	fi
+	tap "not ok" "$name (see $log)"
+	tail -n 20 "$log" | sed 's/^/# /'
+	return 1
+}
+
+cases=("$@")
+[ ${#cases[@]} -gt 0 ] || cases=("$top"/tests/cases/*.sh)
+
+# the pristine tree: hard links to the normal build's, or extracted
+if [ ! -f "$DB/linux-source-6.1/.tlsh-pristine" ] &&
+   [ -f "$top/build/linux-source-6.1/.tlsh-pristine" ]; then
+	rm -rf "$DB/linux-source-6.1"
+	cp -al "$top/build/linux-source-6.1" "$DB/linux-source-6.1"
+fi
+
+kobj=$DB/kbuild-debug
+kernel=$kobj/arch/x86/boot/bzImage
+build_kmod() {
+	# the test consumer, built out of the source tree (tests/kmod is the
+	# normal flavor's), plus the kernel's KASAN and kmemleak test modules
+	rm -rf "$DB/kmod-src" "$DB/kmod"
+	mkdir -p "$DB/kmod-src" "$DB/kmod"
+	cp "$top"/tests/kmod/Makefile "$top"/tests/kmod/*.c "$DB/kmod-src/" &&
+	make -C "$DB/linux" O="$kobj" M="$DB/kmod-src" modules &&
+	cp "$DB"/kmod-src/*.ko "$DB/kmod/" &&
+	cp "$kobj/mm/kasan/kasan_test_module.ko" "$kobj/samples/kmemleak/kmemleak-test.ko" "$DB/kmod/"
+}
+ok=1
+step "debug kernel builds (KASAN, lockdep, kmemleak)" "$DB/logs/kernel.log" \
+	"$top/tests/build-kernel.sh" debug || ok=0
+if [ $ok = 1 ]; then
+	step "test modules build against the debug kernel" "$DB/logs/kmod.log" build_kmod || ok=0
+fi
+step "debug initramfs builds" "$DB/logs/initramfs.log" make -C "$top" B="$DB" initramfs || ok=0
+
+if [ $ok = 1 ]; then
+	# the suite's scripts, with their time limits scaled for the debug kernel
+	sdir=$DB/scripts
+	rm -rf "$sdir"
+	mkdir -p "$sdir"
+	list=("$top/tests/debug/000-debug-start.sh" "${cases[@]}" "$top/tests/debug/999-kmemleak.sh")
+	scripts=()
+	for s in "${list[@]}"; do
+		d=$sdir/$(basename "$s")
+		awk -v k="$slow" '/^# tlsh-vm: timeout=[0-9]+/ { split($0, a, "="); print "# tlsh-vm: timeout=" a[2] * k; next } { print }' "$s" > "$d"
+		chmod +x "$d"
+		scripts+=("$d")
+	done
+	append="tlsh.fuzz=$fuzz rcupdate.rcu_cpu_stall_timeout=120"
+	[ -z "${TLSH_FUZZ_SEED:-}" ] || append="$append tlsh.fuzz_seed=$TLSH_FUZZ_SEED"
+	log=$DB/logs/guest.log
+	t0=$SECONDS
+	"$top/tests/vm-run" --kernel "$kernel" --timeout $((300 * slow)) --boot-timeout 600 \
+		--append "$append" "${scripts[@]}" > "$log" 2>&1
+	rc=$?
+	relay "debug guest " "$log"
+	while read -r name r; do
+		if [ "$r" = 0 ]; then
+			tap ok "debug guest case ${name#[0-9][0-9][0-9]-} exited 0"
+		else
+			tap "not ok" "debug guest case ${name#[0-9][0-9][0-9]-} exited $r"
+		fi
+	done < <(tr -d '\000\r' < "$log" | sed -n 's/.*TLSH-SCRIPT-END \([^ ]*\) rc=\([0-9]*\).*/\1 \2/p')
+	if grep -aq "TLSH-KERNEL-REPORT" "$log"; then
+		tap "not ok" "debug guest: kernel reported KASAN/lockdep/kmemleak/warning (see $log)"
+		grep -a "TLSH-KERNEL-REPORT" "$log" | sed 's/^/# /'
+	else
+		tap ok "debug guest: no KASAN, lockdep, kmemleak, warning or hung task report"
+	fi
+	if [ $rc -eq 0 ]; then
+		tap ok "debug guest suite finished cleanly ($((SECONDS - t0)) s)"
+	else
+		tap "not ok" "debug guest suite: vm-run exited $rc (see $log)"
+		grep -a -E "^vm: " "$log" | sed 's/^/# /'
+	fi
+
+	# the debug bench sees what it is there for
+	log=$DB/logs/selftest.log
+	"$top/tests/vm-run" --kernel "$kernel" --boot-timeout 600 \
+		"$top/tests/debug/selftest-kasan.sh" "$top/tests/debug/selftest-kmemleak.sh" > "$log" 2>&1
+	rc=$?
+	if [ $rc -eq 4 ] && grep -aq "BUG: KASAN" "$log" &&
+	   grep -aq "TLSH-KERNEL-REPORT during [0-9]*-selftest-kasan.sh" "$log"; then
+		tap ok "debug bench: a KASAN report fails the run (vm-run exit 4)"
+	else
+		tap "not ok" "debug bench: a KASAN report fails the run (rc=$rc, see $log)"
+	fi
+	if grep -aq "TLSH-KMEMLEAK-SUSPECTS [1-9]" "$log" &&
+	   grep -aq "TLSH-KERNEL-REPORT during [0-9]*-selftest-kmemleak.sh" "$log"; then
+		tap ok "debug bench: a kmemleak suspect is found and reported"
+	else
+		tap "not ok" "debug bench: a kmemleak suspect is found and reported (see $log)"
+	fi
+fi
+
+echo "$pass passed, $fail failed, $skipped skipped"
+[ $fail -eq 0 ]
