@@ -273,15 +273,19 @@ def chart(out, stats):
         ("One handshake in each of N netns (ms)", [("1 cold", "scale.ns.1.cold"), ("4 cold", "scale.ns.4.cold"),
                                                    ("16 cold", "scale.ns.16.cold"), ("1 warm", "scale.ns.1.warm"),
                                                    ("4 warm", "scale.ns.4.warm"), ("16 warm", "scale.ns.16.warm")]),
-        ("NFS (MiB/s; mounts in ms)", [("wr none", "tput.write.none"), ("wr tls", "tput.write.tls"),
-                                       ("wr stunnel", "tput.write.stunnel"), ("rd none", "tput.read.none"),
-                                       ("rd tls", "tput.read.tls"), ("rd stunnel", "tput.read.stunnel"),
-                                       ("mnt none", "mount.none"), ("mnt tls", "mount.tls.warm"),
-                                       ("mnt auto", "mount.auto.notls-server")]),
+        ("NFS mount latency (ms)", [("none", "mount.none"), ("tls cold", "mount.tls.cold"),
+                                    ("tls warm", "mount.tls.warm"), ("none, no-TLS srv", "mount.none.notls-server"),
+                                    ("auto, no-TLS srv", "mount.auto.notls-server"), ("stunnel", "mount.stunnel")]),
+        ("NFS sequential throughput (MiB/s)", [("wr none", "tput.write.none"), ("wr tls", "tput.write.tls"),
+                                               ("wr stunnel", "tput.write.stunnel"), ("rd none", "tput.read.none"),
+                                               ("rd tls", "tput.read.tls"), ("rd stunnel", "tput.read.stunnel")]),
+        ("Client CPU per MiB (ms)", [("wr none", "cpu.write.none"), ("wr tls", "cpu.write.tls"),
+                                     ("wr stunnel", "cpu.write.stunnel"), ("rd none", "cpu.read.none"),
+                                     ("rd tls", "cpu.read.tls"), ("rd stunnel", "cpu.read.stunnel")]),
     ]
-    gp = ['set terminal pngcairo size 1400,1000 font "sans,9"',
+    gp = ['set terminal pngcairo size 1500,900 font "sans,9"',
           'set output "%s"' % os.path.join(out, "bench.png"),
-          'set multiplot layout 2,2 title "tlsh benchmarks (QEMU TCG: ratios matter, not absolute numbers)"',
+          'set multiplot layout 2,3 title "tlsh benchmarks (QEMU TCG: ratios matter, not absolute numbers)"',
           'set style fill solid 0.6 border -1', 'set boxwidth 0.6', 'set grid ytics',
           'set xtics rotate by -30', 'set yrange [0:*]', 'unset key']
     for i, (title, items) in enumerate(panels):
@@ -291,6 +295,8 @@ def chart(out, stats):
             for j, (lab, mdn, p) in enumerate(rows):
                 f.write('%d "%s" %g %g\n' % (j, lab, mdn, p))
         gp.append('set title "%s"' % title)
+        gp.append("set logscale y" if i in (1, 2) else "unset logscale y")
+        gp.append("set yrange [*:*]" if i in (1, 2) else "set yrange [0:*]")
         if rows:
             gp.append('plot "%s" using 1:3:xtic(2) with boxes lc rgb "#4a7ab0", '
                       '"" using 1:3:3:4 with yerrorbars lc rgb "black" pt 0' % data)
