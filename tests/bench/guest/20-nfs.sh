@@ -94,7 +94,7 @@ stunnel4 $BW/stunnel-c.conf > /dev/null 2>&1 &
 stunnel_c=$!
 wait_for 10 sh -c "ip netns exec S ss -ltn | grep -q '$S:2051 '"
 wait_for 10 sh -c "ss -ltn | grep -q '127.0.0.1:2050 '"
-info stunnel.version "$(stunnel4 -version 2>&1 | head -1)"
+info stunnel.version "$(stunnel4 -version 2>&1 | grep -m1 -o 'stunnel [0-9.]* .*')"
 
 # --- a server without TLS for xprtsec=auto: plain.test (knfsd), or before
 # that topology a tls-front --no-tls in front of knfsd on port 20490 ------
@@ -134,6 +134,7 @@ for i in $(seq "$BENCH_MOUNT_REPS"); do
 	mount_time "$MO$NONE_OPT,port=2050" 127.0.0.1:$TLSH_EXPORT && emit mount.stunnel "$MS"
 	[ "$PLAIN" = server.test ] || { mount_time "$MO$NONE_OPT" server.test:$TLSH_EXPORT && emit mount.none-front "$MS"; }
 done
+[ -s $BW/mount.err ] && info nfs.mount-errors "$(sort $BW/mount.err | uniq -c | tr '\n' ' ')"
 if [ $XPRTSEC = 1 ]; then
 	for i in $(seq "$BENCH_MOUNT_REPS"); do
 		kill_agents
@@ -150,8 +151,17 @@ fi
 server_pids() { echo $(pgrep -x nfsd) $stunnel_s $(pgrep -x tls-front); }
 
 # --- throughput and CPU per MiB ----------------------------------------
-note "throughput: ${BENCH_MIB} MiB sequential write and read, $BENCH_TPUT_REPS repetitions, modes: $MODES"
+# Each run writes BENCH_MIB MiB sequentially in chunks of 32 MiB (each
+# fsynced), then, remounted with caches dropped, reads them back in the
+# same chunks: the run's rate (tput.*) and each chunk's (tput.*.chunk, for
+# a spread even with one run).
+CH=32
+NCH=$(( (BENCH_MIB + CH - 1) / CH ))
+MIB=$((NCH * CH))
+note "throughput: $MIB MiB sequential write and read in $CH MiB chunks, $BENCH_TPUT_REPS repetitions, modes: $MODES"
 F=bench-seq
+rate() { awk -v ms=$1 -v mib=$2 'BEGIN {printf "%.2f", mib * 1000 / ms}'; }
+per_mib() { awk -v c=$1 -v mib=$2 'BEGIN {printf "%.2f", c * 10 / mib}'; }
 for i in $(seq "$BENCH_TPUT_REPS"); do
 	for m in $MODES; do
 		rm -f $TLSH_EXPORT_DIR/$F
@@ -159,25 +169,40 @@ for i in $(seq "$BENCH_TPUT_REPS"); do
 		mount_mode $m || continue
 		c0=$(cpu_ticks); s0=$(pid_ticks $(server_pids))
 		now; t0=$NOW
-		dd if=/dev/zero of=$MNT/$F bs=1M count=$BENCH_MIB conv=fsync 2> $BW/dd.err ||
-			{ cat $BW/dd.err; umount $MNT; continue; }
-		umount $MNT
+		bad=0
+		for ((c = 0; c < NCH; c++)); do
+			now; tc=$NOW
+			dd if=/dev/zero of=$MNT/$F bs=1M count=$CH seek=$((c * CH)) conv=notrunc,fsync 2> $BW/dd.err ||
+				{ cat $BW/dd.err; bad=1; break; }
+			ms_since $tc; emit tput.write.$m.chunk "$(rate $MS $CH)"
+		done
 		ms_since $t0
 		c1=$(cpu_ticks); s1=$(pid_ticks $(server_pids))
-		emit tput.write.$m "$(awk -v ms=$MS -v mib=$BENCH_MIB 'BEGIN {printf "%.2f", mib * 1000 / ms}')"
-		emit cpu.write.$m "$(awk -v c=$((c1 - c0 - (s1 - s0))) -v mib=$BENCH_MIB 'BEGIN {printf "%.2f", c * 10 / mib}')"
-		emit cpu.write.$m.all "$(awk -v c=$((c1 - c0)) -v mib=$BENCH_MIB 'BEGIN {printf "%.2f", c * 10 / mib}')"
+		umount $MNT
+		if [ $bad = 0 ]; then
+			emit tput.write.$m "$(rate $MS $MIB)"
+			emit cpu.write.$m "$(per_mib $((c1 - c0 - (s1 - s0))) $MIB)"
+			emit cpu.write.$m.all "$(per_mib $((c1 - c0)) $MIB)"
+		fi
 		sync; echo 3 > /proc/sys/vm/drop_caches
 		mount_mode $m || continue
 		c0=$(cpu_ticks); s0=$(pid_ticks $(server_pids))
 		now; t0=$NOW
-		dd if=$MNT/$F of=/dev/null bs=1M 2> $BW/dd.err || { cat $BW/dd.err; umount $MNT; continue; }
+		bad=0
+		for ((c = 0; c < NCH; c++)); do
+			now; tc=$NOW
+			dd if=$MNT/$F of=/dev/null bs=1M count=$CH skip=$((c * CH)) 2> $BW/dd.err ||
+				{ cat $BW/dd.err; bad=1; break; }
+			ms_since $tc; emit tput.read.$m.chunk "$(rate $MS $CH)"
+		done
 		ms_since $t0
 		c1=$(cpu_ticks); s1=$(pid_ticks $(server_pids))
 		umount $MNT
-		emit tput.read.$m "$(awk -v ms=$MS -v mib=$BENCH_MIB 'BEGIN {printf "%.2f", mib * 1000 / ms}')"
-		emit cpu.read.$m "$(awk -v c=$((c1 - c0 - (s1 - s0))) -v mib=$BENCH_MIB 'BEGIN {printf "%.2f", c * 10 / mib}')"
-		emit cpu.read.$m.all "$(awk -v c=$((c1 - c0)) -v mib=$BENCH_MIB 'BEGIN {printf "%.2f", c * 10 / mib}')"
+		if [ $bad = 0 ]; then
+			emit tput.read.$m "$(rate $MS $MIB)"
+			emit cpu.read.$m "$(per_mib $((c1 - c0 - (s1 - s0))) $MIB)"
+			emit cpu.read.$m.all "$(per_mib $((c1 - c0)) $MIB)"
+		fi
 	done
 done
 rm -f $TLSH_EXPORT_DIR/$F
