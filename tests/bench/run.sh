@@ -7,7 +7,7 @@
 # Settings (environment):
 #   BENCH_REPS=20        repetitions of each latency (handshakes)
 #   BENCH_MOUNT_REPS=10  repetitions of each mount latency
-#   BENCH_SCALE_REPS=5   repetitions of each scaling point
+#   BENCH_SCALE_REPS=3   repetitions of each scaling point
 #   BENCH_TPUT_REPS=1    repetitions of each throughput run (each gives 8 chunks)
 #   BENCH_MIB=256        MiB written and read per throughput run
 #   BENCH_FILES=2000     files of the metadata workload
@@ -23,7 +23,7 @@ B=${TLSH_BUILD:-$top/build}
 out=$B/bench
 mkdir -p "$out"
 
-: "${BENCH_REPS:=20}" "${BENCH_MOUNT_REPS:=10}" "${BENCH_SCALE_REPS:=5}"
+: "${BENCH_REPS:=20}" "${BENCH_MOUNT_REPS:=10}" "${BENCH_SCALE_REPS:=3}"
 : "${BENCH_TPUT_REPS:=1}" "${BENCH_MIB:=256}" "${BENCH_FILES:=2000}"
 : "${BENCH_META_REPS:=1}" "${BENCH_ONLY:=}"
 
