@@ -108,6 +108,8 @@ cat > "$root/etc/hosts" <<'H'
 ::1		localhost ip6-localhost
 192.0.2.1	server.test server
 2001:db8::1	server.test server
+192.0.2.2	plain.test
+2001:db8::2	plain.test
 192.0.2.11	c1.test
 192.0.2.12	c2.test
 H

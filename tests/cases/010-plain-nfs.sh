@@ -16,20 +16,20 @@ mkdir -p $mnt /mnt/c2
 dd if=/dev/urandom of=/tmp/data16 bs=1M count=16 status=none
 want=$(sha256sum < /tmp/data16 | cut -d' ' -f1)
 
-check "NFSv4.2 mount from C1 (xprtsec not given)" mount -t nfs -o vers=4.2,proto=tcp,retry=0 "$TLSH_SERVER_NAME:$TLSH_EXPORT" $mnt
+check "NFSv4.2 mount from C1 (xprtsec=none)" mount -t nfs -o vers=4.2,proto=tcp,xprtsec=none,retry=0 "$TLSH_SERVER_NAME:$TLSH_EXPORT" $mnt
 check "/proc/mounts shows nfs4 vers=4.2" grep -q " $mnt nfs4 .*vers=4.2" /proc/mounts
 check "write 16 MiB from C1" sh -c "mountpoint -q $mnt && cp /tmp/data16 $mnt/file16"
 sync
 got=$(sha256sum < "$TLSH_EXPORT_DIR/file16" | cut -d' ' -f1)
 check "server side has the same sha256" [ "$got" = "$want" ]
-got=$(ip netns exec C2 sh -c "mount -t nfs -o vers=4.2,retry=0 $TLSH_SERVER_ADDR:$TLSH_EXPORT /mnt/c2 && sha256sum < /mnt/c2/file16; umount /mnt/c2" | cut -d' ' -f1)
+got=$(ip netns exec C2 sh -c "mount -t nfs -o vers=4.2,xprtsec=none,retry=0 $TLSH_SERVER_ADDR:$TLSH_EXPORT /mnt/c2 && sha256sum < /mnt/c2/file16; umount /mnt/c2" | cut -d' ' -f1)
 check "C2 reads the same sha256 over NFSv4.2" [ "$got" = "$want" ]
 check "umount NFSv4.2 is clean" umount $mnt
 check_fail "no NFS mount left in C1" grep -q " $mnt " /proc/mounts
 
 mnt=/mnt/v3
 mkdir -p $mnt
-check "NFSv3 mount from C1 (nolock)" mount -t nfs -o vers=3,proto=tcp,nolock,retry=0 "$TLSH_SERVER_NAME:$TLSH_EXPORT" $mnt
+check "NFSv3 mount from C1 (nolock)" mount -t nfs -o vers=3,proto=tcp,nolock,xprtsec=none,retry=0 "$TLSH_SERVER_NAME:$TLSH_EXPORT" $mnt
 check "/proc/mounts shows nfs vers=3" grep -q " $mnt nfs .*vers=3" /proc/mounts
 got=$(mountpoint -q $mnt && sha256sum < $mnt/file16 | cut -d' ' -f1)
 check "NFSv3 reads the same sha256" [ "$got" = "$want" ]

@@ -6,9 +6,14 @@
 #    +-- s2 <-- veth --> eth0 (C2)
 #   lo 127.0.0.1
 #
-# /etc/hosts: server.test -> 192.0.2.1, 2001:db8::1.
-# knfsd (v3, v4.0, v4.1, v4.2) in S exports the tmpfs /srv/export;
-# rpcbind and rpc.mountd run in S.
+# /etc/hosts: server.test -> 192.0.2.1, 2001:db8::1 (RPC-with-TLS);
+#             plain.test  -> 192.0.2.2, 2001:db8::2 (knfsd itself).
+# knfsd (v3, v4.0, v4.1, v4.2) in S exports the tmpfs /srv/export on
+# 127.0.0.1, 192.0.2.2 and 2001:db8::2, port 2049. tls-front owns port
+# 2049 of server.test: it answers the AUTH_TLS probe, does the server
+# side of the TLS handshake and relays to knfsd on 127.0.0.1 (clients
+# that do not probe are relayed in plaintext). rpcbind and rpc.mountd
+# run in S on all addresses.
 
 topology_up() {
 	set -e
@@ -20,6 +25,8 @@ topology_up() {
 	ip -n S link add br0 type bridge
 	ip -n S addr add 192.0.2.1/24 dev br0
 	ip -n S addr add 2001:db8::1/64 dev br0 nodad
+	ip -n S addr add 192.0.2.2/24 dev br0
+	ip -n S addr add 2001:db8::2/64 dev br0 nodad
 	ip -n S link set br0 up
 	local c n
 	n=1

@@ -1,0 +1,183 @@
+#!/bin/bash
+# RPC-with-TLS mounts: xprtsec=auto|tls|none against the TLS front
+# (server.test) and plain knfsd (plain.test), proof of encryption on the
+# wire, failures with clear messages, misbehaving servers, reconnects.
+# tlsh-vm: timeout=900
+. /tlsh/guest/lib.sh
+. /tlsh/guest/tlsh-lib.sh
+. /tlsh/guest/nfs-lib.sh
+
+if [ ! -x /usr/sbin/tlsh-helper ] || [ ! -x $FRONT ]; then
+	skip "NFS over TLS: tlsh-helper or tls-front is not built"
+	exit 0
+fi
+if ! grep -q " rpc_starttls_probe" /proc/kallsyms; then
+	skip "NFS over TLS: this kernel has no xprtsec= support"
+	exit 0
+fi
+
+nfs_trace_setup
+S=$TLSH_SERVER_NAME
+P=$TLSH_PLAIN_NAME
+M=/mnt/t
+
+check "no helper process before the first mount" [ "$(helpers)" = 0 ]
+
+# --- xprtsec=auto against the TLS front: encrypted ------------------------
+dd if=/dev/urandom of=/tmp/r64 bs=1M count=64 status=none
+want64=$(sha256sum < /tmp/r64 | cut -d' ' -f1)
+yes TLSH-PLAINTEXT-MARKER | head -c 4194304 > /tmp/marker
+tls0=$(awk '/TlsTxSw/ {print $2}' /proc/net/tls_stat)
+
+capture_start auto tcp port 2049
+check "xprtsec=auto mount of server.test (TLS front), NFSv4.2" nfs_mount vers=4.2,xprtsec=auto $S $M
+check "/proc/mounts shows xprtsec=auto" grep -q " $M nfs4 .*xprtsec=auto" /proc/mounts
+check "mountstats: the transport is connected and encrypted" encrypted $M 1
+check "write 64 MiB of random data" cp /tmp/r64 $M/r64
+check "write a file of a known plaintext" cp /tmp/marker $M/marker
+sync
+check "the server has the same sha256 (64 MiB)" [ "$(sha256sum < $TLSH_EXPORT_DIR/r64 | cut -d' ' -f1)" = "$want64" ]
+umount $M
+check "remount (auto) and read the 64 MiB back: same sha256" sh -c "mount -t nfs -o vers=4.2,xprtsec=auto,retry=0 $S:$TLSH_EXPORT $M && [ \"\$(sha256sum < $M/r64 | cut -d' ' -f1)\" = $want64 ] && cmp -s /tmp/marker $M/marker"
+capture_stop
+check "capture: TLS application data records on the wire" [ "$(tls_records $TLSH_ARTIFACTS/auto.pcap)" -gt 100 ]
+check_fail "capture: the known plaintext never appears on the wire" sh -c "tcpdump -nr $TLSH_ARTIFACTS/auto.pcap -A 2>/dev/null | grep -q TLSH-PLAINTEXT-MARKER"
+check "/proc/net/tls_stat: kTLS TX sessions rose" [ "$(awk '/TlsTxSw/ {print $2}' /proc/net/tls_stat)" -gt "$tls0" ]
+check "the front logged TLS sessions for the mount" grep -q "probe=starttls tls=ok" /var/log/tls-front.log
+check "trace: rpc_tls_established" [ "$(ev rpc_tls_established)" -ge 2 ]
+umount $M
+rm -f $TLSH_EXPORT_DIR/r64
+
+# the capture method sees plaintext when there is some
+capture_start none tcp port 2049
+probes=$(ev rpc_tls_probe)
+check "xprtsec=none mount of server.test: no probe, relayed in plaintext" nfs_mount vers=4.2,xprtsec=none $S $M
+check "/proc/mounts shows xprtsec=none" grep -q " $M nfs4 .*xprtsec=none" /proc/mounts
+check "mountstats: connected, not encrypted" plaintext $M
+cat $M/marker > /dev/null
+capture_stop
+umount $M
+check "xprtsec=none sends no AUTH_TLS probe" [ "$(ev rpc_tls_probe)" = "$probes" ]
+check "capture (none): the known plaintext is visible" sh -c "tcpdump -nr $TLSH_ARTIFACTS/none.pcap -A 2>/dev/null | grep -q TLSH-PLAINTEXT-MARKER"
+
+# --- plain knfsd ---------------------------------------------------------
+capture_start plainauto tcp port 2049
+kmark auto-plain
+check "xprtsec=auto mount of plain.test (knfsd, no TLS) succeeds in plaintext" nfs_mount vers=4.2,xprtsec=auto $P $M
+check "mountstats: not encrypted" plaintext $M
+capture_stop
+umount $M
+check "auto against no TLS: one connection (the probe went on it)" [ "$(syns $TLSH_ARTIFACTS/plainauto.pcap)" = 1 ]
+check "auto against no TLS: the kernel says so" kgrep auto-plain 'does not offer RPC-with-TLS; xprtsec=auto continues in plaintext'
+
+kmark tls-plain
+start=$(date +%s)
+check_fail "xprtsec=tls mount of plain.test fails" nfs_mount vers=4.2,xprtsec=tls $P $M
+el=$(( $(date +%s) - start ))
+check "... within 30 s (took ${el} s)" [ $el -le 30 ]
+check "... with a clear kernel message" kgrep tls-plain 'plain.test .* does not offer RPC-with-TLS; no plaintext'
+check_fail "... and nothing mounted" grep -q " $M " /proc/mounts
+
+kmark bogus
+check_fail "xprtsec=bogus is refused" nfs_mount vers=4.2,xprtsec=bogus $S $M
+check "... with the kernel's message" kgrep bogus "Unrecognized transport security policy 'bogus'"
+
+# --- bad certificates: tls and auto both fail, never plaintext ----------
+front 3052 --cert $CERTS/server-untrusted.pem --key $CERTS/server-untrusted-key.pem
+kmark badcert
+check_fail "xprtsec=tls against an untrusted certificate fails" nfs_mount vers=4.2,xprtsec=tls,port=3052 $S $M
+check "... with a clear kernel message" kgrep badcert 'TLS handshake with server.test .* failed: rejected'
+check "... and the helper logged why" grep -qi 'not trusted\|signer' /var/log/messages
+check_fail "xprtsec=auto against an untrusted certificate fails too (no plaintext fallback)" nfs_mount vers=4.2,xprtsec=auto,port=3052 $S $M
+check "the front relayed nothing in plaintext" sh -c "! grep -q 'probe=plain' $TLSH_ARTIFACTS/front-3052.log"
+front_stop 3052
+front 3053 --cert $CERTS/server-wrongname.pem --key $CERTS/server-wrongname-key.pem
+check_fail "xprtsec=tls against a certificate for another name fails" nfs_mount vers=4.2,xprtsec=tls,port=3053 $S $M
+front_stop 3053
+
+# --- other versions and nconnect ----------------------------------------
+echo "version check data" > $TLSH_EXPORT_DIR/v
+for o in vers=4.1 vers=4.0 vers=3,nolock; do
+	check "NFS $o with xprtsec=tls: mounted, encrypted, data readable" sh -c "
+		. /tlsh/guest/lib.sh; . /tlsh/guest/nfs-lib.sh
+		nfs_mount $o,xprtsec=tls $S $M && encrypted $M 1 && grep -q 'version check data' $M/v; r=\$?; umount $M; exit \$r"
+done
+
+est=$(ev rpc_tls_established)
+check "nconnect=4 with xprtsec=tls mounts" nfs_mount vers=4.2,xprtsec=tls,nconnect=4 $S $M
+for i in 1 2 3 4 5 6 7 8; do cat $M/v > /dev/null; ls -l $M > /dev/null; done
+dd if=/tmp/marker of=$M/n4 bs=64k status=none conv=fsync
+check "nconnect=4: four transports, all connected and encrypted" wait_for 10 encrypted $M 4
+check "nconnect=4: four handshakes" [ $(( $(ev rpc_tls_established) - est )) = 4 ]
+umount $M
+
+# --- C1 and C2 at once, own agents; helpers gone afterwards -------------
+check "helpers exit after their idle time" wait_for 20 sh -c '[ "$(pgrep -x tlsh-helper | wc -l)" = 0 ]'
+up=$(ev tlsh_upcall_start)
+mkdir -p /mnt/c2
+( nfs_mount vers=4.2,xprtsec=tls $S $M; echo $? > /tmp/c1rc ) &
+ip netns exec C2 sh -c ". /tlsh/guest/lib.sh; . /tlsh/guest/nfs-lib.sh; nfs_mount vers=4.2,xprtsec=tls $S /mnt/c2; echo \$? > /tmp/c2rc; grep -q 'version check data' /mnt/c2/v && echo ok > /tmp/c2data; umount /mnt/c2"
+wait
+check "C1 and C2 mount at the same time" [ "$(cat /tmp/c1rc)$(cat /tmp/c2rc)" = 00 ]
+check "C2 read its data over TLS" grep -q ok /tmp/c2data
+check "each namespace got its own agent (two upcalls)" [ $(( $(ev tlsh_upcall_start) - up )) = 2 ]
+umount $M
+check "no helper left some seconds after the last handshake" wait_for 20 sh -c '[ "$(pgrep -x tlsh-helper | wc -l)" = 0 ]'
+
+# --- misbehaving servers ------------------------------------------------
+dd if=/dev/urandom of=$TLSH_EXPORT_DIR/r8 bs=1M count=8 status=none
+want8=$(sha256sum < $TLSH_EXPORT_DIR/r8 | cut -d' ' -f1)
+readback() { [ "$(sha256sum < $M/r8 | cut -d' ' -f1)" = "$want8" ]; }
+
+front 3054 --session-tickets=2
+est=$(ev rpc_tls_established)
+check "NewSessionTicket messages: mount works" nfs_mount vers=4.2,xprtsec=tls,port=3054 $S $M
+check "... and 8 MiB read back intact" readback
+check "... on one connection (tickets are consumed, not fatal)" [ $(( $(ev rpc_tls_established) - est )) = 1 ]
+umount $M
+front_stop 3054
+
+front 3055 --alert-after=3000000
+est=$(ev rpc_tls_established)
+check "alert mid-stream: mount works" nfs_mount vers=4.2,xprtsec=tls,port=3055,rsize=65536 $S $M
+check "... the read survives the alerts, data intact" readback
+check "... the alert reset the connection, a new handshake followed" [ $(( $(ev rpc_tls_established) - est )) -ge 2 ]
+check "... and the client saw the alert record" grep -q "xs_tls_contenttype:.*alert" $TRACE/trace
+umount $M
+front_stop 3055
+
+front 3056 --key-update-after=3000000
+est=$(ev rpc_tls_established)
+check "KeyUpdate: mount works" nfs_mount vers=4.2,xprtsec=tls,port=3056,rsize=65536 $S $M
+check "... the read survives the KeyUpdate, data intact" readback
+check "... the KeyUpdate was seen" grep -q "xs_tls_contenttype:.*handshake handshake_type=24" $TRACE/trace
+check "... and followed by a clean re-handshake" [ $(( $(ev rpc_tls_established) - est )) -ge 2 ]
+umount $M
+front_stop 3056
+
+front 3057 --drop-every=2
+est=$(ev rpc_tls_established)
+check "connection drops during I/O: mount works" nfs_mount vers=4.2,xprtsec=tls,port=3057 $S $M
+check "... 64 MiB written while the front drops every 2 s" cp /tmp/r64 $M/r64d
+sync
+check "... arrives intact" [ "$(sha256sum < $TLSH_EXPORT_DIR/r64d | cut -d' ' -f1)" = "$want64" ]
+check "... over several connections, each with a new handshake" [ $(( $(ev rpc_tls_established) - est )) -ge 2 ]
+check "... and none of them in plaintext" sh -c "! grep -q 'probe=plain' $TLSH_ARTIFACTS/front-3057.log"
+umount $M
+front_stop 3057
+rm -f $TLSH_EXPORT_DIR/r64d
+
+# encrypted once, then the server stops offering TLS: no plaintext
+front 3058
+check "auto mount through a front that offers TLS: encrypted" sh -c ". /tlsh/guest/lib.sh; . /tlsh/guest/nfs-lib.sh; nfs_mount vers=4.2,xprtsec=auto,port=3058,soft,timeo=20,retrans=1 $S $M && encrypted $M 1"
+front_stop 3058
+front 3058 --no-tls
+kmark downgrade
+check_fail "after the server stops offering TLS, I/O does not go on in plaintext" timeout 120 cat $M/v
+check "... the kernel refused plaintext" kgrep downgrade 'does not offer RPC-with-TLS; no plaintext'
+check "... the server got no RPC but probes" sh -c "! awk '/probe=forwarded/ { split(\$0, a, \"c2b=\"); split(a[2], b, \" \"); if (b[1] + 0 > 44) bad = 1 } END { exit !bad }' $TLSH_ARTIFACTS/front-3058.log"
+umount -f -l $M
+front_stop 3058
+
+rm -f $TLSH_EXPORT_DIR/r8 $TLSH_EXPORT_DIR/v $TLSH_EXPORT_DIR/marker $TLSH_EXPORT_DIR/n4
+finish

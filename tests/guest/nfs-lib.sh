@@ -1,0 +1,124 @@
+# Helpers for the NFS-over-TLS guest cases (source after lib.sh and
+# tlsh-lib.sh).
+FRONT=/usr/local/bin/tls-front
+
+# nfs_trace_setup: the helper's test configuration, tracing of the RPC
+# TLS and tlsh events
+nfs_trace_setup() {
+	mkdir -p /etc/tlsh
+	tlsh_config "${1:-}"
+	echo 0 > $TRACE/tracing_on
+	echo > $TRACE/trace
+	echo 8192 > $TRACE/buffer_size_kb
+	local e
+	for e in $TRACE/events/tls/tlsh_*/enable \
+		 $TRACE/events/sunrpc/rpc_tls_*/enable \
+		 $TRACE/events/sunrpc/xs_tls_contenttype/enable \
+		 $TRACE/events/sunrpc/rpc_clnt_new/enable; do
+		echo 1 > "$e"
+	done
+	echo 1 > $TRACE/tracing_on
+}
+
+# front PORT [tls-front options]: an extra RPC-with-TLS front in S on
+# server.test:PORT in front of knfsd; its log is $TLSH_ARTIFACTS/front-PORT.log
+front() {
+	local port=$1
+	shift
+	rm -f "$TLSH_ARTIFACTS/front-$port.pid"
+	ip netns exec S $FRONT --listen "$TLSH_SERVER_ADDR:$port" \
+		--backend 127.0.0.1:2049 \
+		--cert $CERTS/server.pem --key $CERTS/server-key.pem \
+		--log "$TLSH_ARTIFACTS/front-$port.log" \
+		--pid-file "$TLSH_ARTIFACTS/front-$port.pid" "$@" \
+		>> "$TLSH_ARTIFACTS/front-$port.out" 2>&1 &
+	wait_for 10 test -s "$TLSH_ARTIFACTS/front-$port.pid"
+}
+
+# front_stop PORT
+front_stop() {
+	local pid
+	pid=$(cat "$TLSH_ARTIFACTS/front-$1.pid" 2>/dev/null) || return 0
+	kill "$pid" 2>/dev/null
+	wait_for 10 sh -c "! kill -0 $pid 2>/dev/null"
+}
+
+# nfs_mount OPTIONS SERVER MOUNTPOINT: mount the export, no retries
+nfs_mount() {
+	mkdir -p "$3"
+	timeout 90 mount -t nfs -o "$1,retry=0" "$2:$TLSH_EXPORT" "$3"
+}
+
+# xprtsec_of MOUNTPOINT: the "xprtsec:" line of the mount in mountstats
+xprtsec_of() {
+	awk -v m="$1" '$1 == "device" { cur = ($5 == m) }
+		cur && $1 == "xprtsec:" { print $2 }' /proc/self/mountstats
+}
+
+# encrypted MOUNTPOINT N: N transports connected, all of them encrypted
+encrypted() {
+	local s
+	s=$(xprtsec_of "$1")
+	case "$s" in
+	*",connected=$2,encrypted=$2") return 0 ;;
+	esac
+	echo "# $1: $s"
+	return 1
+}
+
+# plaintext MOUNTPOINT: connected, none encrypted
+plaintext() {
+	local s
+	s=$(xprtsec_of "$1")
+	case "$s" in
+	*",connected=0,"*) ;;
+	*",encrypted=0") return 0 ;;
+	esac
+	echo "# $1: $s"
+	return 1
+}
+
+# ev EVENT: how many times a trace event fired so far
+ev() {
+	grep -c " $1:" $TRACE/trace
+}
+
+# tls_records PCAP: number of packets whose TCP payload starts with a
+# TLS 1.2/1.3 application data record header
+tls_records() {
+	tcpdump -nr "$1" 'tcp[((tcp[12:1] & 0xf0) >> 2):1] = 0x17 and tcp[((tcp[12:1] & 0xf0) >> 2) + 1:2] = 0x0303' 2>/dev/null | wc -l
+}
+
+# syns PCAP: number of connection attempts (SYN without ACK)
+syns() {
+	tcpdump -nr "$1" 'tcp[tcpflags] & (tcp-syn|tcp-ack) = tcp-syn' 2>/dev/null | wc -l
+}
+
+# capture_start NAME [filter...]: tcpdump on this namespace's eth0
+capture_start() {
+	local name=$1
+	shift
+	rm -f "$TLSH_ARTIFACTS/$name.pcap"
+	tcpdump -Z root -i eth0 -s 0 -U -w "$TLSH_ARTIFACTS/$name.pcap" "$@" \
+		> "$TLSH_ARTIFACTS/$name.tcpdump" 2>&1 &
+	CAPTURE_PID=$!
+	wait_for 10 grep -q "listening on" "$TLSH_ARTIFACTS/$name.tcpdump"
+}
+
+capture_stop() {
+	sleep 0.5
+	kill "$CAPTURE_PID" 2>/dev/null
+	wait "$CAPTURE_PID" 2>/dev/null
+}
+
+# dmesg_since MARK: kernel messages after the line MARK was written
+kmark() {
+	echo "tlsh-mark $1" > /dev/kmsg
+}
+dmesg_since() {
+	dmesg | sed -n "/tlsh-mark $1\$/,\$p"
+}
+# kgrep MARK PATTERN: PATTERN is in the kernel log after MARK
+kgrep() {
+	dmesg_since "$1" | grep -q "$2"
+}
