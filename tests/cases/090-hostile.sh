@@ -2,7 +2,7 @@
 # Hostile user space (tests/tools/tlsh-fuzz.c): random AF_TLSH socket call
 # sequences as root, as nobody and as root of a private user+net
 # namespace, with handshake requests of the test consumer arriving
-# meanwhile; user-space requests of the "tlsh" key type with odd
+# meanwhile; a hostile agent in place of tlsh-helper; user-space requests of the "tlsh" key type with odd
 # descriptions and huge callout data (refused, no helper spawned);
 # malformed NFS mount options. The whole run lasts about tlsh.fuzz=SECONDS
 # (kernel command line; default 20; make check-debug gives 120). The seed
@@ -32,6 +32,21 @@ dmesg_start=$(dmesg | wc -l)
 S=$TLSH_SERVER_ADDR
 # knfsd itself (the bench may put a TLS front at the server's name)
 plain=${TLSH_PLAIN_ADDR:-$TLSH_SERVER_ADDR}
+
+# near this script's limit, show what is stuck (D state) and the last calls
+limit=$(sed -n 's/^# tlsh-vm: timeout=\([0-9]*\).*/\1/p' "$0" | head -n 1)
+(
+	sleep $(( ${limit:-300} * 85 / 100 ))
+	echo "# hostile: still running at 85% of ${limit:-300} s; tasks in D state:"
+	for p in /proc/[0-9]*; do
+		grep -q '^State:.*D' $p/status 2>/dev/null || continue
+		echo "# --- ${p#/proc/} $(tr '\0' ' ' < $p/cmdline)"
+		sed 's/^/#     /' $p/stack
+	done
+	ps -eo pid,stat,wchan:28,args | grep -v ' \[' | sed 's/^/# /'
+	tlsh-fuzz -R "$ring" | tail -n 30 | sed 's/^/# /'
+) &
+watchdog=$!
 
 kernel_reported() {
 	dmesg | tail -n +$((dmesg_start + 1)) | grep -qE "$TLSH_KERNEL_REPORT_RE"
@@ -120,13 +135,38 @@ fi
 fuzz "AF_TLSH calls as root, 2 workers x 2 threads" -m sock -j 2 -t "$(t 30)"
 fuzz "AF_TLSH calls as nobody (EPERM for bind/listen/accept)" -m sock -u -j 2 -t "$(t 15)"
 fuzz "AF_TLSH calls as nobody in its own user and net namespace" -m sock -U -t "$(t 10)"
+if [ $consumer = 1 ]; then
+	out=$(cat /proc/tlsh_test)
+	check "handshake requests completed while the fuzzer held the listener" grep -q "done=1" <<< "$out"
+	# a hostile agent started by request-key for every upcall: binds to
+	# its key or to others, instantiates with odd payloads, negates,
+	# accepts and drops handshakes, forks, dies at random points
+	echo "create tlsh * * /usr/local/bin/tlsh-fuzz -m helper -k %k -s $((seed + 100)) -t 3" > /etc/request-key.d/tlsh.conf
+	: > $TLSH_ARTIFACTS/fuzz-helper.log
+	up0=$(count tlsh_upcall_start)
+	sleep "$(t 10)"
+	echo "create tlsh * * /bin/false" > /etc/request-key.d/tlsh.conf
+	wait_for 10 sh -c '! pgrep -f "tlsh-fuz[z] -m helpe[r]" >/dev/null'
+	ups=$(( $(count tlsh_upcall_start) - up0 ))
+	echo "# hostile agent: $ups upcalls, $(grep -c ': start' $TLSH_ARTIFACTS/fuzz-helper.log) runs (log: $TLSH_ARTIFACTS/fuzz-helper.log)"
+	grep -o ': [a-z_ ]*[(=]' $TLSH_ARTIFACTS/fuzz-helper.log | sort | uniq -c | sort -rn | head -n 12 | sed 's/^/#   /'
+	check "hostile agents were started by the kernel" [ "$ups" -ge 1 ]
+	check "no hostile agent is left over" sh -c '! pgrep -f "tlsh-fuz[z] -m helpe[r]" >/dev/null'
+fi
 rm -f $flag
 if [ $consumer = 1 ]; then
 	wait $feeder
+	out=$(echo "addr=$S port=4437 name=server.test timeout=3000 data=none" > /proc/tlsh_test; cat /proc/tlsh_test)
+	d="after the hostile agents, a handshake with no agent fails cleanly (ENOKEY)"
+	if grep -q "status=-126 done=1" <<< "$out"; then
+		ok "$d"
+	else
+		not_ok "$d"
+		echo "# got: $out"
+		grep ' tlsh_' $TRACE/trace | tail -n 12 | sed 's/^/# /'
+	fi
 	kill $sink 2>/dev/null
 	wait $sink 2>/dev/null
-	out=$(cat /proc/tlsh_test)
-	check "handshake requests completed while the fuzzer held the listener" grep -q "done=1" <<< "$out"
 fi
 mv /tmp/tlsh.conf.hostile /etc/request-key.d/tlsh.conf
 check "no listener left behind: a fresh listener can be bound" grep -q "listen ok" <<< "$(tlsh-probe listen 2>&1)"
@@ -186,4 +226,5 @@ if [ $consumer = 1 ]; then
 	check "the test module unloads (no leaked references)" rmmod tlsh_test
 fi
 check_fail "no kernel report during the hostile run" kernel_reported
+kill $watchdog 2>/dev/null
 finish

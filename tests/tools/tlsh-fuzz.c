@@ -6,6 +6,7 @@
  *   tlsh-fuzz -m sock  [-s SEED] [-t SECONDS] [-n OPS] [-j WORKERS] [-u|-U]
  *   tlsh-fuzz -m keys  [-s SEED] [-t SECONDS] [-n OPS] [-u]
  *   tlsh-fuzz -m mount [-s SEED] [-t SECONDS] [-n OPS] [-a ADDR] [-X auto|on|off]
+ *   tlsh-fuzz -m helper -k KEY [-s SEED] [-t SECONDS]   (as request-key's program)
  *   tlsh-fuzz -R RINGFILE          print the last operations recorded in RINGFILE
  *
  * sock:  random socket/bind/listen/accept/getsockopt/setsockopt/close (and
@@ -23,6 +24,9 @@
  *        options (overlong, wrong types, repeated, unterminated, binary);
  *        xprtsec= values only when the kernel knows the option (-X auto
  *        probes with fsconfig and says "xprtsec: unknown" otherwise).
+ *
+ * helper: a hostile agent in place of tlsh-helper (see helper_main()); it
+ *        logs to /tmp/artifacts/fuzz-helper.log.
  *
  * -u: the workers setuid to nobody (65534) after fork; -U: likewise, then
  * unshare a user and a network namespace (root of a namespace of its own).
@@ -1122,6 +1126,139 @@ static void mount_op(struct worker *w, int t, struct rng *r)
 	count(c, ret);
 }
 
+/* ----------------------------------------------------------- helper mode */
+
+/*
+ * A hostile agent: run by request-key in place of tlsh-helper
+ * ("create tlsh * * /usr/local/bin/tlsh-fuzz -m helper -k %k"), it takes
+ * the authority over the key and then does a random mix of what a helper
+ * may do, wrong and right: bind to the key, to another key or to none,
+ * listen, instantiate with odd payloads, negate, reject, accept and
+ * close handshakes with or without a status, drop the authority, fork and
+ * leave, die by SIGKILL at any point.
+ */
+static int helper_main(long key)
+{
+	struct rng r = { (seed ^ ((uint64_t)key * 0x9E3779B97F4A7C15ULL)) | 1 };
+	int fd = -1, hs[8], nhs = 0, i, steps = 2 + (int)rn(&r, 14), g;
+	char buf[512];
+	FILE *log = fopen("/tmp/artifacts/fuzz-helper.log", "a");
+
+	for (i = 0; i < 8; i++)
+		hs[i] = -1;
+	child_timer();
+#define HLOG(...) do { if (log) { fprintf(log, "key %ld: ", key); fprintf(log, __VA_ARGS__); fputc('\n', log); fflush(log); } } while (0)
+	HLOG("start seed=%llu steps=%d", (unsigned long long)seed, steps);
+	if (!chance(&r, 5))
+		HLOG("assume_authority = %ld", syscall(SYS_keyctl, 16, key));
+	for (i = 0; i < steps && !time_up(); i++) {
+		long ret = 0;
+		unsigned int what = rn(&r, 13);
+
+		errno = 0;
+		switch (what) {
+		case 0: case 1: {	/* socket + bind */
+			struct sockaddr_tlsh sa = { .tlsh_family = AF_TLSH };
+
+			if (fd < 0)
+				fd = socket(AF_TLSH, SOCK_STREAM, 0);
+			switch (rn(&r, 6)) {
+			case 0: case 1: case 2: sa.tlsh_key = (int)key; break;
+			case 3: sa.tlsh_key = (int)key + 1; break;
+			case 4: sa.tlsh_key = 0; break;
+			default: sa.tlsh_key = -1 - (int)rn(&r, 8); break;
+			}
+			ret = bind(fd, (struct sockaddr *)&sa, (socklen_t)rlen(&r, sizeof(sa)));
+			HLOG("bind(key %d) = %ld e%d", sa.tlsh_key, ret, errno);
+			break;
+		}
+		case 2: case 3:
+			if (fd < 0)
+				fd = socket(AF_TLSH, SOCK_STREAM, 0);
+			ret = listen(fd, chance(&r, 80) ? 16 : (int)rnd(&r));
+			HLOG("listen = %ld e%d", ret, errno);
+			break;
+		case 4: case 5: {	/* instantiate with an odd payload */
+			static const size_t lens[] = { 0, 1, 5, 4096, 32767, 1 << 20, (1 << 20) + 1 };
+			size_t plen = lens[rn(&r, 7)];
+			const void *pl = chance(&r, 70) ? (void *)huge : uptr(&r, huge, plen, &g);
+
+			if (chance(&r, 50)) {
+				snprintf(buf, sizeof(buf), "%d", (int)getpid());
+				pl = buf;
+				plen = strlen(buf);
+			}
+			ret = syscall(SYS_keyctl, 12 /* INSTANTIATE */, key, pl, plen,
+				      chance(&r, 80) ? 0 : -3);
+			HLOG("instantiate(%zu) = %ld e%d", plen, ret, errno);
+			break;
+		}
+		case 6:
+			ret = chance(&r, 50) ?
+				syscall(SYS_keyctl, 13 /* NEGATE */, key, (long)rn(&r, 60), 0) :
+				syscall(SYS_keyctl, 19 /* REJECT */, key, (long)rn(&r, 60),
+					(long)(chance(&r, 80) ? EKEYREJECTED : (int)rnd(&r)), 0);
+			HLOG("negate/reject = %ld e%d", ret, errno);
+			break;
+		case 7: case 8: {	/* accept one, do something with it */
+			int h;
+
+			if (fd < 0)
+				break;
+			h = accept4(fd, NULL, NULL, 0);	/* SIGALRM cuts it short */
+			HLOG("accept = %d e%d", h, errno);
+			if (h < 0)
+				break;
+			if (chance(&r, 50)) {
+				socklen_t l = sizeof(buf);
+
+				getsockopt(h, SOL_TLSH, 1 + (int)rn(&r, 6), buf, &l);
+			}
+			if (chance(&r, 40)) {
+				int v = chance(&r, 80) ? (int)rn(&r, 200) : (int)rnd(&r);
+
+				setsockopt(h, SOL_TLSH, TLSH_STATUS, &v, sizeof(v));
+			}
+			if (chance(&r, 50))
+				close(h);
+			else if (nhs < 8)
+				hs[nhs++] = h;
+			break;
+		}
+		case 9:
+			HLOG("drop authority = %ld", syscall(SYS_keyctl, 16, 0L));
+			break;
+		case 10: {	/* the parent returns to request-key, the child goes on */
+			pid_t pid = fork();
+
+			if (pid > 0) {
+				HLOG("forked %d, parent exits", (int)pid);
+				_exit(0);
+			}
+			child_timer();
+			break;
+		}
+		case 11:
+			usleep(rn(&r, 300000));
+			break;
+		default:
+			HLOG("dies now (%s)", chance(&r, 50) ? "SIGKILL" : "exit");
+			if (chance(&r, 50))
+				kill(getpid(), SIGKILL);
+			_exit(chance(&r, 50) ? 0 : 1);
+		}
+		(void)ret;
+	}
+	HLOG("ends, %d handshake fds kept", nhs);
+	if (chance(&r, 30))
+		usleep(rn(&r, 500000));		/* hold them a while */
+	for (i = 0; i < nhs; i++)
+		if (chance(&r, 50))
+			close(hs[i]);		/* the rest close at exit */
+	_exit(0);
+}
+#undef HLOG
+
 /* --------------------------------------------------------------- driver */
 
 struct thread_arg {
@@ -1253,11 +1390,12 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	const char *ringfile = NULL;
+	long helper_key = 0;
 	int o, i, rc = 0, helpers0 = -1, helpers1;
 	char *end;
 
 	seed = (uint64_t)time(NULL) * 1000003ULL ^ (uint64_t)getpid();
-	while ((o = getopt(argc, argv, "m:s:t:n:j:uUa:X:r:R:")) != -1) {
+	while ((o = getopt(argc, argv, "m:s:t:n:j:uUa:X:r:R:k:")) != -1) {
 		switch (o) {
 		case 'm': mode = optarg; break;
 		case 's': seed = strtoull(optarg, &end, 0); if (*end) usage(); break;
@@ -1270,10 +1408,12 @@ int main(int argc, char **argv)
 		case 'X': xprtsec_mode = optarg; break;
 		case 'r': ringfile = optarg; break;
 		case 'R': return dump_ring(optarg);
+		case 'k': helper_key = strtol(optarg, NULL, 0); break;
 		default: usage();
 		}
 	}
-	if (strcmp(mode, "sock") && strcmp(mode, "keys") && strcmp(mode, "mount"))
+	if (strcmp(mode, "sock") && strcmp(mode, "keys") && strcmp(mode, "mount") &&
+	    strcmp(mode, "helper"))
 		usage();
 	if (workers < 1 || workers > 64)
 		usage();
@@ -1327,6 +1467,11 @@ int main(int argc, char **argv)
 		t_end.tv_nsec -= 1000000000L;
 	}
 
+	if (!strcmp(mode, "helper")) {
+		if (!helper_key)
+			usage();
+		return helper_main(helper_key);
+	}
 	for (i = 0; i < workers; i++) {
 		pid_t pid = fork();
 
