@@ -41,7 +41,7 @@ umount $M
 check "remount (auto) and read the 64 MiB back: same sha256" sh -c "mount -t nfs -o vers=4.2,xprtsec=auto,retry=0 $S:$TLSH_EXPORT $M && [ \"\$(sha256sum < $M/r64 | cut -d' ' -f1)\" = $want64 ] && cmp -s /tmp/marker $M/marker"
 capture_stop
 check "capture: TLS application data records on the wire" [ "$(tls_records $TLSH_ARTIFACTS/auto.pcap)" -gt 100 ]
-check_fail "capture: the known plaintext never appears on the wire" sh -c "tcpdump -nr $TLSH_ARTIFACTS/auto.pcap -A 2>/dev/null | grep -q TLSH-PLAINTEXT-MARKER"
+check_fail "capture: the known plaintext never appears on the wire" sh -c "tcpdump -Z root -nr $TLSH_ARTIFACTS/auto.pcap -A 2>/dev/null | grep -q TLSH-PLAINTEXT-MARKER"
 check "/proc/net/tls_stat: kTLS TX sessions rose" [ "$(awk '/TlsTxSw/ {print $2}' /proc/net/tls_stat)" -gt "$tls0" ]
 check "the front logged TLS sessions for the mount" grep -q "probe=starttls tls=ok" /var/log/tls-front.log
 check "trace: rpc_tls_established" [ "$(ev rpc_tls_established)" -ge 2 ]
@@ -58,7 +58,7 @@ cat $M/marker > /dev/null
 capture_stop
 umount $M
 check "xprtsec=none sends no AUTH_TLS probe" [ "$(ev rpc_tls_probe)" = "$probes" ]
-check "capture (none): the known plaintext is visible" sh -c "tcpdump -nr $TLSH_ARTIFACTS/none.pcap -A 2>/dev/null | grep -q TLSH-PLAINTEXT-MARKER"
+check "capture (none): the known plaintext is visible" sh -c "tcpdump -Z root -nr $TLSH_ARTIFACTS/none.pcap -A 2>/dev/null | grep -q TLSH-PLAINTEXT-MARKER"
 
 # --- plain knfsd ---------------------------------------------------------
 capture_start plainauto tcp port 2049

@@ -86,12 +86,12 @@ ev() {
 # tls_records PCAP: number of packets whose TCP payload starts with a
 # TLS 1.2/1.3 application data record header
 tls_records() {
-	tcpdump -nr "$1" 'tcp[((tcp[12:1] & 0xf0) >> 2):1] = 0x17 and tcp[((tcp[12:1] & 0xf0) >> 2) + 1:2] = 0x0303' 2>/dev/null | wc -l
+	tcpdump -Z root -nr "$1" 'tcp[((tcp[12:1] & 0xf0) >> 2):1] = 0x17 and tcp[((tcp[12:1] & 0xf0) >> 2) + 1:2] = 0x0303' 2>/dev/null | wc -l
 }
 
 # syns PCAP: number of connection attempts (SYN without ACK)
 syns() {
-	tcpdump -nr "$1" 'tcp[tcpflags] & (tcp-syn|tcp-ack) = tcp-syn' 2>/dev/null | wc -l
+	tcpdump -Z root -nr "$1" 'tcp[tcpflags] & (tcp-syn|tcp-ack) = tcp-syn' 2>/dev/null | wc -l
 }
 
 # capture_start NAME [filter...]: tcpdump on this namespace's eth0
