@@ -25,11 +25,8 @@ plan=0 ran=0 diag=()
 while IFS= read -r line; do
 	if [[ $line =~ ^[[:space:]]+1\.\.([0-9]+) ]]; then
 		plan=${BASH_REMATCH[1]}
-	elif [[ $line =~ ^[[:space:]]+#[[:space:]]?(.*)$ ]]; then
-		case "${BASH_REMATCH[1]}" in
-		Subtest:*) ;;
-		*) diag+=("${BASH_REMATCH[1]}") ;;
-		esac
+	elif [[ $line =~ ^[[:space:]]+(KTAP|#[[:space:]]*Subtest:) ]]; then
+		:
 	elif [[ $line =~ ^[[:space:]]+(not )?ok\ [0-9]+\ (-\ )?([^#]*[^#[:space:]])[[:space:]]*(#.*)?$ ]]; then
 		ran=$((ran + 1))
 		name="kunit $suite: ${BASH_REMATCH[3]}"
@@ -38,11 +35,16 @@ while IFS= read -r line; do
 			for d in "${diag[@]}"; do echo "# $d"; done
 			not_ok "$name"
 		elif [[ $directive == *SKIP* ]]; then
-			skip "$name ${directive#\#}"
+			reason=${directive#*SKIP}
+			reason=${reason# }
+			skip "$name${reason:+: $reason}"
 		else
 			ok "$name"
 		fi
 		diag=()
+	elif [[ $line =~ ^[[:space:]]+#?[[:space:]]*(.*[^[:space:]])[[:space:]]*$ ]]; then
+		# what a failing expectation printed, for the next result
+		diag+=("${BASH_REMATCH[1]}")
 	fi
 done < "$results"
 
