@@ -8,6 +8,7 @@
  * handshake runs on a non-blocking fd with poll() and an absolute deadline,
  * so a stalled peer costs nothing but its own thread.
  */
+#include "fault.h"
 #include "handshake.h"
 #include "ktls.h"
 #include "log.h"
@@ -357,6 +358,7 @@ int hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 		return ENOMEM;
 	}
 	gnutls_session_set_ptr(hs->session, hs);
+	fault_session(hs->session);
 	ret = gnutls_priority_set_direct(hs->session, prio, &errpos);
 	if (ret < 0) {
 		snprintf(err, errlen, "bad priority string%s%.40s%s: %s",

@@ -15,6 +15,7 @@
  *   CHACHA20-POLY1305  iv = the full 12-byte IV, no salt (1.2 and 1.3)
  *   all                rec_seq = sequence number
  */
+#include "fault.h"
 #include "ktls.h"
 
 #include <errno.h>
@@ -165,6 +166,8 @@ int ktls_install(int fd, gnutls_session_t s, char *err, size_t errlen)
 			return e;
 		}
 		explicit_bzero(&ci, sizeof(ci));
+		if (dir == 0)
+			fault_point(FAULT_AFTER_TX);
 	}
 	return 0;
 }

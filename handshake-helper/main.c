@@ -4,6 +4,7 @@
  * handshake (AF_TLSH) API.  See tlsh-helper(8) and docs/interface.md.
  */
 #include "config.h"
+#include "fault.h"
 #include "connect.h"
 #include "handshake.h"
 #include "listener.h"
@@ -152,6 +153,7 @@ static int kernel_mode(int32_t key, const char *cfgpath, long idle, int verbose)
 		reject_key(key, EKEYREJECTED);
 		return 1;
 	}
+	fault_point(FAULT_BEFORE_BIND);
 	lfd = listener_open(key, err, sizeof(err));
 	if (lfd < 0) {
 		log_err("network namespace %u: %s", inum, err);

@@ -135,6 +135,8 @@ opt_prog() {
 	fi
 }
 opt_prog "$top/handshake-helper/tlsh-helper" /usr/sbin
+# the same helper with fault injection (handshake-helper/fault.h), for 025
+opt_prog "$top/handshake-helper/tlsh-helper-testing" /usr/sbin
 opt_prog "$top/tests/tls-front/tls-front" /usr/local/bin
 if [ -f "$top/handshake-helper/tlsh-helper.conf" ]; then
 	mkdir -p "$root/etc/tlsh"

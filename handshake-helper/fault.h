@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Fault injection for the guest tests of how the kernel copes with an
+ * agent that dies (tests/cases/025-tlsh-faults.sh).
+ *
+ * Only tlsh-helper-testing acts on it: the same program, built with
+ * fault.c compiled with TLSH_TESTING. It kills itself with SIGKILL at the
+ * point named by the environment variable TLSH_HELPER_FAULT:
+ *
+ *   before-bind     -k mode, after assuming authority over the key and
+ *                   before binding the AF_TLSH listener
+ *   mid-handshake   after the server's ServerHello has been received
+ *   after-tx        after TLS_TX has been set and before TLS_RX
+ *
+ * In tlsh-helper (what "make install" installs) both functions do
+ * nothing and the environment is not looked at.
+ */
+#ifndef TLSH_FAULT_H
+#define TLSH_FAULT_H
+
+#include <gnutls/gnutls.h>
+
+enum fault_point {
+	FAULT_BEFORE_BIND,
+	FAULT_MID_HANDSHAKE,
+	FAULT_AFTER_TX,
+};
+
+/* Dies here if TLSH_HELPER_FAULT names point p */
+void fault_point(enum fault_point p);
+/* Arms the mid-handshake point on a new session */
+void fault_session(gnutls_session_t s);
+
+#endif
