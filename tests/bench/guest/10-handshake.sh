@@ -16,57 +16,45 @@ info kernel "$(uname -r)"
 info cpus "$(grep -c ^processor /proc/cpuinfo) vCPU online, $(awk '/^model name/ {sub(/.*: /, ""); print; exit}' /proc/cpuinfo)"
 
 # --- latency -----------------------------------------------------------
-note "handshake latency, $BENCH_REPS repetitions each"
+# The kinds are interleaved, one of each per repetition, so that the load
+# of the machine (other VMs, builds) falls on all of them alike.
+note "handshake latency, $BENCH_REPS repetitions, cold/warm/resident/floor interleaved"
+cat > $BW/tt-once.sh <<'X'
+#!/bin/bash
+exec {fd}<>/proc/tlsh_test && echo "$*" >&$fd && mapfile -t L <&$fd && echo "${L[0]}"
+X
+chmod +x $BW/tt-once.sh
+# the resident agent: tlsh-helper -f, by hand, serving C2 (kill_agents
+# spares it: KEEP_PID)
 kill_agents
-# cold: no agent, no key; request-key spawns tlsh-helper
+ip netns exec C2 tlsh-helper -f -i 0 > $TLSH_ARTIFACTS/resident.log 2>&1 &
+KEEP_PID=$!
+wait_for 10 grep -q "serving network namespace" $TLSH_ARTIFACTS/resident.log
+ip netns exec C2 $BW/tt-once.sh "$HS" > /dev/null
+hs-floor server.test 4433 server.test $CA 1 > $BW/floor.out
+info hs.floor.session "$(cut -d' ' -f3- $BW/floor.out)"
 fails=0
 for i in $(seq "$BENCH_REPS"); do
+	# cold: no agent, no key; request-key spawns tlsh-helper
 	kill_agents
 	tt $HS
-	if tt_ok; then emit hs.cold "$(us_to_ms "$(tt_us)")"; else fails=$((fails + 1)); echo "${TT[*]}"; fi
-done
-[ $fails = 0 ] || info hs.cold.failures $fails
-# warm: the agent spawned above is listening
-tt $HS
-fails=0
-for i in $(seq "$BENCH_REPS"); do
+	if tt_ok; then emit hs.cold "$(us_to_ms "$(tt_us)")"; else fails=$((fails + 1)); echo "cold: ${TT[*]}"; fi
+	# warm: the agent just spawned is listening
 	tt $HS
-	if tt_ok; then emit hs.warm "$(us_to_ms "$(tt_us)")"; else fails=$((fails + 1)); fi
-done
-[ $fails = 0 ] || info hs.warm.failures $fails
-# one handshake with data over kTLS, to show the path is the real one
-tt "addr=$S port=4433 name=server.test"
-info hs.echo-check "${TT[0]}"
-# the helper run by hand as a resident agent in this namespace
-kill_agents
-tlsh-helper -f -i 0 > $TLSH_ARTIFACTS/resident.log 2>&1 &
-resident=$!
-wait_for 10 grep -q "serving network namespace" $TLSH_ARTIFACTS/resident.log
-tt $HS
-fails=0
-for i in $(seq "$BENCH_REPS"); do
-	tt $HS
-	if tt_ok; then emit hs.resident "$(us_to_ms "$(tt_us)")"; else fails=$((fails + 1)); fi
-done
-[ $fails = 0 ] || info hs.resident.failures $fails
-kill $resident; wait $resident 2>/dev/null
-kill_agents
-# the floor: the same handshake from user space, in one process
-hs-floor server.test 4433 server.test $CA $((BENCH_REPS + 1)) > $BW/floor.out
-info hs.floor.session "$(sed -n 1p $BW/floor.out | cut -d' ' -f3-)"
-tail -n +2 $BW/floor.out | while read -r t st _; do
+	if tt_ok; then emit hs.warm "$(us_to_ms "$(tt_us)")"; else fails=$((fails + 1)); echo "warm: ${TT[*]}"; fi
+	# resident (in C2)
+	l=$(ip netns exec C2 $BW/tt-once.sh "$HS")
+	case "$l" in *" start=0 status=0 done=1 "*) emit hs.resident "$(us_to_ms "${l##*time_us=}")" ;;
+	*) fails=$((fails + 1)); echo "resident: $l" ;; esac
+	# the floor: the same handshake from user space (timed inside hs-floor)
+	read -r t st _ < <(hs-floor server.test 4433 server.test $CA 1)
 	[ "$st" = status=ok ] && emit hs.floor "$(us_to_ms "${t#time_us=}")"
-done
-# gnutls-cli: the same, as a process (exec, library and CA loading included)
-for i in $(seq "$BENCH_REPS"); do
+	# gnutls-cli: the same as a process (exec, libraries, CA loading)
 	now; t0=$NOW
 	gnutls-cli --x509cafile $CA -p 4433 server.test < /dev/null > /dev/null 2>&1 &&
 		{ ms_since $t0; emit hs.gnutls-cli "$MS"; }
-done
-
-# what a cold start pays on top: starting the agent's program (exec, the
-# dynamic loading of GnuTLS and friends), and request-key's own program
-for i in $(seq "$BENCH_REPS"); do
+	# what a cold start pays on top: starting the agent's program (exec,
+	# the dynamic loading of GnuTLS and friends), and request-key's own
 	now; t0=$NOW
 	tlsh-helper --version > /dev/null 2>&1
 	ms_since $t0; emit hs.exec.tlsh-helper "$MS"
@@ -74,6 +62,12 @@ for i in $(seq "$BENCH_REPS"); do
 	request-key --help > /dev/null 2>&1
 	ms_since $t0; emit hs.exec.request-key "$MS"
 done
+[ $fails = 0 ] || info hs.failures $fails
+# one handshake with data over kTLS, to show the path is the real one
+tt "addr=$S port=4433 name=server.test"
+info hs.echo-check "${TT[0]}"
+kill $KEEP_PID; wait $KEEP_PID 2>/dev/null
+KEEP_PID=
 
 # --- one namespace, N handshakes at once (warm agent) ------------------
 note "scaling: N handshakes at once in C1, $BENCH_SCALE_REPS repetitions"
@@ -88,6 +82,7 @@ listen_overflows() {
 for n in 1 8 64 256; do
 	fails=0
 	lo0=$(listen_overflows)
+	lo1=0
 	for i in $(seq "$BENCH_SCALE_REPS"); do
 		# VmRSS while serving: sampled in the background
 		touch $BW/sampling
@@ -108,17 +103,16 @@ for n in 1 8 64 256; do
 			fails=$((fails + 1))
 			printf '%s\n' "${TT[@]}" | grep -v ' start=0 status=0 done=1 ' | head -3
 		fi
+		# the same from user space, right after: N threads of one process
+		lo=$(listen_overflows)
+		read -r b ok bad < <(hs-floor server.test 4443 server.test $CA 1 $n)
+		[ "$bad" = failed=0 ] && emit scale.floor.$n "$(us_to_ms "${b#batch_us=}")"
+		[ "$bad" = failed=0 ] || echo "floor $n: $b $ok $bad"
+		lo1=$((lo1 + $(listen_overflows) - lo))
 	done
 	[ $fails = 0 ] || info scale.hs.$n.failures $fails
-	info scale.hs.$n.listen-overflows $(( $(listen_overflows) - lo0 ))
-	# the same from user space: N threads of one process
-	lo0=$(listen_overflows)
-	hs-floor server.test 4443 server.test $CA $BENCH_SCALE_REPS $n > $BW/floor-par.out
-	while read -r b ok bad; do
-		[ "$bad" = failed=0 ] && emit scale.floor.$n "$(us_to_ms "${b#batch_us=}")"
-	done < $BW/floor-par.out
-	grep -v failed=0 $BW/floor-par.out | head -2
-	info scale.floor.$n.listen-overflows $(( $(listen_overflows) - lo0 ))
+	info scale.hs.$n.listen-overflows $(( $(listen_overflows) - lo0 - lo1 ))
+	info scale.floor.$n.listen-overflows $lo1
 done
 emit mem.helper.hwm_kb "$(awk '/^VmHWM/ {print $2}' /proc/$pid/status)"
 info helper.threads_after "$(awk '/^Threads/ {print $2}' /proc/$pid/status)"

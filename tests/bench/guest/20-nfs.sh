@@ -124,7 +124,7 @@ for m in $MODES; do
 		for x in tput.write tput.read cpu.write cpu.read meta.create meta.stat meta.remove; do na $x.$m "failed: $(tail -1 $BW/mount.err)"; done
 	fi
 done
-MODES=$(for m in $MODES; do mode_ok $m && echo $m; done)
+MODES=$(for m in $MODES; do mode_ok $m && echo $m; done | tr "\n" " ")
 
 # --- mount latency -----------------------------------------------------
 note "mount latency, $BENCH_MOUNT_REPS repetitions"

@@ -63,11 +63,14 @@ C
 }
 
 live_keys() { awk '$8 == "tlsh" && $2 !~ /N/' /proc/keys; }
-agent_gone() { ! pgrep -x tlsh-helper >/dev/null && [ -z "$(live_keys)" ]; }
-# kill_agents: no tlsh-helper anywhere and no live tlsh key
+# agents: tlsh-helper processes, but for a resident one kept on purpose
+agents() { pgrep -x tlsh-helper | grep -vx "${KEEP_PID:-none}"; }
+agent_gone() { [ -z "$(agents)" ] && [ -z "$(live_keys)" ]; }
+# kill_agents: no tlsh-helper anywhere (but KEEP_PID) and no live tlsh key
 kill_agents() {
-	pkill -x tlsh-helper 2>/dev/null
-	wait_for 10 agent_gone || { pkill -9 -x tlsh-helper; wait_for 10 agent_gone; }
+	local p
+	for p in $(agents); do kill $p 2>/dev/null; done
+	wait_for 10 agent_gone || { for p in $(agents); do kill -9 $p; done; wait_for 10 agent_gone; }
 }
 
 bench_setup() {
