@@ -52,7 +52,7 @@ if [ ! -f "$src/.tlsh-tree" ]; then
 fi
 
 # 3. the series
-series=$top/patches/series
+series=${TLSH_SERIES:-$top/patches/series}
 patches=()
 if [ -f "$series" ]; then
 	while read -r p _; do

@@ -80,7 +80,7 @@ check_fail "... and nothing mounted" grep -q " $M " /proc/mounts
 
 kmark bogus
 check_fail "xprtsec=bogus is refused" nfs_mount vers=4.2,xprtsec=bogus $S $M
-check "... with the kernel's message" kgrep bogus "Unrecognized transport security policy 'bogus'"
+check "... with the kernel's message" kgrep bogus "Unknown xprtsec policy 'bogus'"
 
 # --- bad certificates: tls and auto both fail, never plaintext ----------
 front 3052 --cert $CERTS/server-untrusted.pem --key $CERTS/server-untrusted-key.pem
