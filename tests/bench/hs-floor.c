@@ -10,6 +10,9 @@
  *   hs-floor HOST PORT NAME CAFILE REPS [PARALLEL]
  *   time_us=1234 status=ok version=TLS1.3 cipher=AES-256-GCM
  *
+ * REPS 0: one handshake for each line read on standard input, so that a
+ * script can interleave them with other measurements in a warm process.
+ *
  * With PARALLEL given, each repetition starts PARALLEL handshakes at once
  * (one thread each) and prints the time until the last one finished:
  *
@@ -108,7 +111,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "hs-floor: no CA in %s\n", argv[4]);
 		return 1;
 	}
-	for (i = 0; i < reps; i++) {
+	for (i = 0; reps == 0 || i < reps; i++) {
+		if (reps == 0) {
+			char line[64];
+
+			if (!fgets(line, sizeof(line), stdin))
+				break;
+		}
 		if (!batch) {
 			char desc[128];
 			long long t0 = now_us();

@@ -31,8 +31,10 @@ ip netns exec C2 tlsh-helper -f -i 0 > $TLSH_ARTIFACTS/resident.log 2>&1 &
 KEEP_PID=$!
 wait_for 10 grep -q "serving network namespace" $TLSH_ARTIFACTS/resident.log
 ip netns exec C2 $BW/tt-once.sh "$HS" > /dev/null
-hs-floor server.test 4433 server.test $CA 1 > $BW/floor.out
-info hs.floor.session "$(cut -d' ' -f3- $BW/floor.out)"
+# the floor: one warm hs-floor process, a handshake per line it reads
+coproc FLOOR { hs-floor server.test 4433 server.test $CA 0; }
+echo go >&"${FLOOR[1]}"; read -r _ _ sess <&"${FLOOR[0]}"
+info hs.floor.session "$sess"
 fails=0
 for i in $(seq "$BENCH_REPS"); do
 	# cold: no agent, no key; request-key spawns tlsh-helper
@@ -47,7 +49,7 @@ for i in $(seq "$BENCH_REPS"); do
 	case "$l" in *" start=0 status=0 done=1 "*) emit hs.resident "$(us_to_ms "${l##*time_us=}")" ;;
 	*) fails=$((fails + 1)); echo "resident: $l" ;; esac
 	# the floor: the same handshake from user space (timed inside hs-floor)
-	read -r t st _ < <(hs-floor server.test 4433 server.test $CA 1)
+	echo go >&"${FLOOR[1]}"; read -r t st _ <&"${FLOOR[0]}"
 	[ "$st" = status=ok ] && emit hs.floor "$(us_to_ms "${t#time_us=}")"
 	# gnutls-cli: the same as a process (exec, libraries, CA loading)
 	now; t0=$NOW
@@ -68,6 +70,7 @@ tt "addr=$S port=4433 name=server.test"
 info hs.echo-check "${TT[0]}"
 kill $KEEP_PID; wait $KEEP_PID 2>/dev/null
 KEEP_PID=
+eval "exec ${FLOOR[1]}>&-"; wait $FLOOR_PID 2>/dev/null
 
 # --- one namespace, N handshakes at once (warm agent) ------------------
 note "scaling: N handshakes at once in C1, $BENCH_SCALE_REPS repetitions"
