@@ -99,14 +99,16 @@ capture_start() {
 	local name=$1
 	shift
 	rm -f "$TLSH_ARTIFACTS/$name.pcap"
-	tcpdump -Z root -i eth0 -s 0 -U -w "$TLSH_ARTIFACTS/$name.pcap" "$@" \
+	tcpdump -Z root --immediate-mode -i eth0 -s 0 -U -w "$TLSH_ARTIFACTS/$name.pcap" "$@" \
 		> "$TLSH_ARTIFACTS/$name.tcpdump" 2>&1 &
 	CAPTURE_PID=$!
 	wait_for 10 grep -q "listening on" "$TLSH_ARTIFACTS/$name.tcpdump"
 }
 
+# capture_stop: end the capture (immediate mode: nothing is left in the
+# kernel's capture buffer when tcpdump is stopped)
 capture_stop() {
-	sleep 0.5
+	sleep 1
 	kill "$CAPTURE_PID" 2>/dev/null
 	wait "$CAPTURE_PID" 2>/dev/null
 }
