@@ -21,6 +21,12 @@ export TLSH_BUILD=$DB
 slow=${TLSH_DEBUG_SLOWDOWN:-4}
 fuzz=${TLSH_FUZZ_SECONDS:-120}
 mkdir -p "$DB/logs"
+# one run at a time per build directory
+exec 9> "$DB/.check-debug.lock"
+if ! flock -n 9; then
+	echo "check-debug: another run is using $DB" >&2
+	exit 1
+fi
 
 n=0 pass=0 fail=0 skipped=0
 tap() {
