@@ -44,20 +44,20 @@ check "capture: TLS application data records on the wire" [ "$(tls_records $TLSH
 check_fail "capture: the known plaintext never appears on the wire" sh -c "tcpdump -Z root -nr $TLSH_ARTIFACTS/auto.pcap -A 2>/dev/null | grep -q TLSH-PLAINTEXT-MARKER"
 check "/proc/net/tls_stat: kTLS TX sessions rose" [ "$(awk '/TlsTxSw/ {print $2}' /proc/net/tls_stat)" -gt "$tls0" ]
 check "the front logged TLS sessions for the mount" grep -q "probe=starttls tls=ok" /var/log/tls-front.log
-check "trace: rpc_tls_established" [ "$(ev rpc_tls_established)" -ge 2 ]
+check "trace: rpc_tls_established" [ "$(count rpc_tls_established)" -ge 2 ]
 umount $M
 rm -f $TLSH_EXPORT_DIR/r64
 
 # the capture method sees plaintext when there is some
 capture_start none tcp port 2049
-probes=$(ev rpc_tls_probe)
+probes=$(count rpc_tls_probe)
 check "xprtsec=none mount of server.test: no probe, relayed in plaintext" nfs_mount vers=4.2,xprtsec=none $S $M
 check "/proc/mounts shows xprtsec=none" grep -q " $M nfs4 .*xprtsec=none" /proc/mounts
 check "mountstats: connected, not encrypted" plaintext $M
 cat $M/marker > /dev/null
 capture_stop
 umount $M
-check "xprtsec=none sends no AUTH_TLS probe" [ "$(ev rpc_tls_probe)" = "$probes" ]
+check "xprtsec=none sends no AUTH_TLS probe" [ "$(count rpc_tls_probe)" = "$probes" ]
 check "capture (none): the known plaintext is visible" sh -c "tcpdump -Z root -nr $TLSH_ARTIFACTS/none.pcap -A 2>/dev/null | grep -q TLSH-PLAINTEXT-MARKER"
 
 # --- plain knfsd ---------------------------------------------------------
@@ -103,24 +103,24 @@ for o in vers=4.1 vers=4.0 vers=3,nolock; do
 		nfs_mount $o,xprtsec=tls $S $M && encrypted $M 1 && grep -q 'version check data' $M/v; r=\$?; umount $M; exit \$r"
 done
 
-est=$(ev rpc_tls_established)
+est=$(count rpc_tls_established)
 check "nconnect=4 with xprtsec=tls mounts" nfs_mount vers=4.2,xprtsec=tls,nconnect=4 $S $M
 for i in 1 2 3 4 5 6 7 8; do cat $M/v > /dev/null; ls -l $M > /dev/null; done
 dd if=/tmp/marker of=$M/n4 bs=64k status=none conv=fsync
 check "nconnect=4: four transports, all connected and encrypted" wait_for 10 encrypted $M 4
-check "nconnect=4: four handshakes" [ $(( $(ev rpc_tls_established) - est )) = 4 ]
+check "nconnect=4: four handshakes" [ $(( $(count rpc_tls_established) - est )) = 4 ]
 umount $M
 
 # --- C1 and C2 at once, own agents; helpers gone afterwards -------------
 check "helpers exit after their idle time" wait_for 20 sh -c '[ "$(pgrep -x tlsh-helper | wc -l)" = 0 ]'
-up=$(ev tlsh_upcall_start)
+up=$(count tlsh_upcall_start)
 mkdir -p /mnt/c2
 ( nfs_mount vers=4.2,xprtsec=tls $S $M; echo $? > /tmp/c1rc ) &
 ip netns exec C2 sh -c ". /tlsh/guest/lib.sh; . /tlsh/guest/nfs-lib.sh; nfs_mount vers=4.2,xprtsec=tls $S /mnt/c2; echo \$? > /tmp/c2rc; grep -q 'version check data' /mnt/c2/v && echo ok > /tmp/c2data; umount /mnt/c2"
 wait
 check "C1 and C2 mount at the same time" [ "$(cat /tmp/c1rc)$(cat /tmp/c2rc)" = 00 ]
 check "C2 read its data over TLS" grep -q ok /tmp/c2data
-check "each namespace got its own agent (two upcalls)" [ $(( $(ev tlsh_upcall_start) - up )) = 2 ]
+check "each namespace got its own agent (two upcalls)" [ $(( $(count tlsh_upcall_start) - up )) = 2 ]
 umount $M
 check "no helper left some seconds after the last handshake" wait_for 20 sh -c '[ "$(pgrep -x tlsh-helper | wc -l)" = 0 ]'
 
@@ -130,38 +130,38 @@ want8=$(sha256sum < $TLSH_EXPORT_DIR/r8 | cut -d' ' -f1)
 readback() { [ "$(sha256sum < $M/r8 | cut -d' ' -f1)" = "$want8" ]; }
 
 front 3054 --session-tickets=2
-est=$(ev rpc_tls_established)
+est=$(count rpc_tls_established)
 check "NewSessionTicket messages: mount works" nfs_mount vers=4.2,xprtsec=tls,port=3054 $S $M
 check "... and 8 MiB read back intact" readback
-check "... on one connection (tickets are consumed, not fatal)" [ $(( $(ev rpc_tls_established) - est )) = 1 ]
+check "... on one connection (tickets are consumed, not fatal)" [ $(( $(count rpc_tls_established) - est )) = 1 ]
 umount $M
 front_stop 3054
 
 front 3055 --alert-after=3000000
-est=$(ev rpc_tls_established)
+est=$(count rpc_tls_established)
 check "alert mid-stream: mount works" nfs_mount vers=4.2,xprtsec=tls,port=3055,rsize=65536 $S $M
 check "... the read survives the alerts, data intact" readback
-check "... the alert reset the connection, a new handshake followed" [ $(( $(ev rpc_tls_established) - est )) -ge 2 ]
+check "... the alert reset the connection, a new handshake followed" [ $(( $(count rpc_tls_established) - est )) -ge 2 ]
 check "... and the client saw the alert record" grep -q "xs_tls_contenttype:.*alert" $TRACE/trace
 umount $M
 front_stop 3055
 
 front 3056 --key-update-after=3000000
-est=$(ev rpc_tls_established)
+est=$(count rpc_tls_established)
 check "KeyUpdate: mount works" nfs_mount vers=4.2,xprtsec=tls,port=3056,rsize=65536 $S $M
 check "... the read survives the KeyUpdate, data intact" readback
 check "... the KeyUpdate was seen" grep -q "xs_tls_contenttype:.*handshake handshake_type=24" $TRACE/trace
-check "... and followed by a clean re-handshake" [ $(( $(ev rpc_tls_established) - est )) -ge 2 ]
+check "... and followed by a clean re-handshake" [ $(( $(count rpc_tls_established) - est )) -ge 2 ]
 umount $M
 front_stop 3056
 
 front 3057 --drop-every=2
-est=$(ev rpc_tls_established)
+est=$(count rpc_tls_established)
 check "connection drops during I/O: mount works" nfs_mount vers=4.2,xprtsec=tls,port=3057 $S $M
 check "... 64 MiB written while the front drops every 2 s" cp /tmp/r64 $M/r64d
 sync
 check "... arrives intact" [ "$(sha256sum < $TLSH_EXPORT_DIR/r64d | cut -d' ' -f1)" = "$want64" ]
-check "... over several connections, each with a new handshake" [ $(( $(ev rpc_tls_established) - est )) -ge 2 ]
+check "... over several connections, each with a new handshake" [ $(( $(count rpc_tls_established) - est )) -ge 2 ]
 check "... and none of them in plaintext" sh -c "! grep -q 'probe=plain' $TLSH_ARTIFACTS/front-3057.log"
 umount $M
 front_stop 3057

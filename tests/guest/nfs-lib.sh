@@ -7,17 +7,8 @@ FRONT=/usr/local/bin/tls-front
 nfs_trace_setup() {
 	mkdir -p /etc/tlsh
 	tlsh_config "${1:-}"
-	echo 0 > $TRACE/tracing_on
-	echo > $TRACE/trace
-	echo 8192 > $TRACE/buffer_size_kb
-	local e
-	for e in $TRACE/events/tls/tlsh_*/enable \
-		 $TRACE/events/sunrpc/rpc_tls_*/enable \
-		 $TRACE/events/sunrpc/xs_tls_contenttype/enable \
-		 $TRACE/events/sunrpc/rpc_clnt_new/enable; do
-		echo 1 > "$e"
-	done
-	echo 1 > $TRACE/tracing_on
+	trace_start 'tls/tlsh_*' 'sunrpc/rpc_tls_*' 'sunrpc/xs_tls_contenttype' \
+		'sunrpc/rpc_clnt_new'
 }
 
 # front PORT [tls-front options]: an extra RPC-with-TLS front in S on
@@ -76,11 +67,6 @@ plaintext() {
 	esac
 	echo "# $1: $s"
 	return 1
-}
-
-# ev EVENT: how many times a trace event fired so far
-ev() {
-	grep -c " $1:" $TRACE/trace
 }
 
 # tls_records PCAP: number of packets whose TCP payload starts with a

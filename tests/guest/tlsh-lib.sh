@@ -8,10 +8,19 @@ tlsh_setup() {
 	grep -q '^tlsh_test ' /proc/modules || insmod /lib/tlsh/tlsh_test.ko || return 1
 	mkdir -p /etc/tlsh
 	tlsh_config "${1:-}"
+	trace_start 'tls/tlsh_*'
+}
+
+# trace_start EVENT-GLOB...: an empty trace buffer with exactly these
+# events (relative to events/, e.g. 'tls/tlsh_*') enabled
+trace_start() {
+	local g e
 	echo 0 > $TRACE/tracing_on
 	echo > $TRACE/trace
 	echo 8192 > $TRACE/buffer_size_kb
-	for e in $TRACE/events/tls/tlsh_*/enable; do echo 1 > "$e"; done
+	for g in "$@"; do
+		for e in $TRACE/events/$g/enable; do echo 1 > "$e"; done
+	done
 	echo 1 > $TRACE/tracing_on
 }
 
