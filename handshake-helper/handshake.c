@@ -324,6 +324,51 @@ static int drive_handshake(gnutls_session_t s, int fd, const struct hs_params *p
 	}
 }
 
+/*
+ * TLS 1.3 ends the client's side of the handshake before the server has
+ * checked the client's certificate: a server that rejects it (or the lack
+ * of one) sends an alert after our last flight.  When the server asked
+ * for a certificate, wait a little for such an alert, so that a rejected
+ * certificate fails the handshake here, with the server's reason, rather
+ * than the connection's first RPC.  A NewSessionTicket, or silence, means
+ * the certificate was accepted.
+ */
+#define HS_VERDICT_MS	750
+
+static int await_verdict(gnutls_session_t s, int fd,
+			 const struct hs_params *p, char *err, size_t errlen)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	unsigned char byte;
+	ssize_t n;
+
+	if (gnutls_protocol_get_version(s) != GNUTLS_TLS1_3 ||
+	    !gnutls_certificate_client_get_request_status(s))
+		return 0;
+	if (poll(&pfd, 1, p->timeout_ms < HS_VERDICT_MS ?
+			  (int)p->timeout_ms : HS_VERDICT_MS) <= 0)
+		return 0;
+	n = gnutls_record_recv(s, &byte, sizeof(byte));
+	if (n == GNUTLS_E_AGAIN || n == GNUTLS_E_INTERRUPTED)
+		return 0;	/* a ticket, processed */
+	if (n == 0) {
+		snprintf(err, errlen,
+			 "peer closed the connection right after the handshake (client certificate not accepted?)");
+		return EACCES;
+	}
+	if (n > 0) {
+		snprintf(err, errlen,
+			 "peer sent application data before the first request");
+		return EPROTO;
+	}
+	if (n == GNUTLS_E_PULL_ERROR || n == GNUTLS_E_PREMATURE_TERMINATION) {
+		snprintf(err, errlen,
+			 "peer reset the connection right after the handshake (client certificate not accepted?)");
+		return EACCES;
+	}
+	return classify(s, p, (int)n, err, errlen);
+}
+
 int hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 	   char *err, size_t errlen)
 {
@@ -412,6 +457,8 @@ int hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 		return EINVAL;
 	}
 	status = drive_handshake(hs->session, fd, p, err, errlen);
+	if (!status)
+		status = await_verdict(hs->session, fd, p, err, errlen);
 	if (fcntl(fd, F_SETFL, flags) < 0 && !status) {
 		snprintf(err, errlen, "fcntl: %s", strerror(errno));
 		status = EIO;

@@ -319,6 +319,24 @@ int keyring_parse_psk(struct tlsh_psk *psk, const unsigned char *buf,
 	return 0;
 }
 
+int keyring_possess(int32_t keyring, char *err, size_t errlen)
+{
+	int e;
+
+	if (keyctl_link(keyring, KEY_SPEC_THREAD_KEYRING) == 0)
+		return 0;
+	e = errno;
+	snprintf(err, errlen, "cannot link the kernel's key ring %d: %s",
+		 keyring, strerror(e));
+	return e;
+}
+
+void keyring_release(int32_t keyring)
+{
+	/* the thread keyring goes with the thread anyway */
+	(void)keyctl_unlink(keyring, KEY_SPEC_THREAD_KEYRING);
+}
+
 int keyring_load_x509(struct tlsh_x509 *x, int32_t cert, int32_t privkey,
 		      char *err, size_t errlen)
 {

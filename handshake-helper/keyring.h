@@ -63,6 +63,12 @@ int keyring_parse_psk(struct tlsh_psk *psk, const unsigned char *buf,
 void keyring_psk_clear(struct tlsh_psk *psk);
 
 /* Convenience: read serials and parse. 0 or positive errno. */
+/* Possess the keys linked into keyring (a serial from TLSH_KEYRING) by
+ * linking it into the calling thread's keyring; keyring_release() undoes
+ * it.  0 or positive errno with a message in err. */
+int keyring_possess(int32_t keyring, char *err, size_t errlen);
+void keyring_release(int32_t keyring);
+
 int keyring_load_x509(struct tlsh_x509 *x, int32_t cert, int32_t privkey,
 		      char *err, size_t errlen);
 int keyring_load_psk(struct tlsh_psk *psk, int32_t serial, char *err,

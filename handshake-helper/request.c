@@ -105,7 +105,7 @@ int request_read(int fd, const struct config *cfg, struct tlsh_request *r,
 		 char *err, size_t errlen)
 {
 	uint32_t kms = 0;
-	socklen_t len = sizeof(kms);
+	socklen_t len;
 	int ret, v;
 
 	memset(r, 0, sizeof(*r));
@@ -137,10 +137,27 @@ int request_read(int fd, const struct config *cfg, struct tlsh_request *r,
 	if (ret)
 		return ret;
 	r->cert = v;
-	if (r->peerid < 0 || r->cert < 0) {
+	len = sizeof(v);
+	if (getsockopt(fd, SOL_TLSH, TLSH_KEYRING, &v, &len) < 0) {
+		int e = errno;
+
+		if (e != ENOPROTOOPT) {
+			snprintf(err, errlen, "getsockopt(TLSH_KEYRING): %s",
+				 strerror(e));
+			return e;
+		}
+		v = 0;		/* a kernel without TLSH_KEYRING */
+	} else if (len != sizeof(v)) {
+		snprintf(err, errlen, "getsockopt(TLSH_KEYRING): unexpected length %u",
+			 (unsigned)len);
+		return EINVAL;
+	}
+	r->keyring = v;
+	if (r->peerid < 0 || r->cert < 0 || r->keyring < 0) {
 		/* Negative serials are special keyrings (@t, @p, @s...) */
-		snprintf(err, errlen, "invalid key serial (peerid %d, cert %d)",
-			 r->peerid, r->cert);
+		snprintf(err, errlen,
+			 "invalid key serial (peerid %d, cert %d, keyring %d)",
+			 r->peerid, r->cert, r->keyring);
 		return EINVAL;
 	}
 	if (r->type == TLSH_TYPE_CLIENTHELLO_PSK && r->peerid == 0) {
@@ -168,6 +185,7 @@ int request_read(int fd, const struct config *cfg, struct tlsh_request *r,
 	}
 
 	r->timeout_ms = cfg->handshake_timeout * 1000u;
+	len = sizeof(kms);
 	if (getsockopt(fd, SOL_TLSH, TLSH_TIMEOUT_MS, &kms, &len) < 0) {
 		int e = errno;
 
@@ -216,11 +234,19 @@ void request_serve(int fd, void *arg)
 			  r.peer, who,
 			  r.type == TLSH_TYPE_CLIENTHELLO_PSK ? "PSK" : "x509",
 			  r.timeout_ms, r.priorities[0] ? r.priorities : "default");
-		if (r.type == TLSH_TYPE_CLIENTHELLO_PSK)
+		if (r.keyring)
+			status = keyring_possess(r.keyring, err, sizeof(err));
+		if (!status && r.type == TLSH_TYPE_CLIENTHELLO_PSK)
 			status = keyring_load_psk(&psk, r.peerid, err, sizeof(err));
-		else if (r.cert)
+		else if (!status && r.cert)
 			status = keyring_load_x509(&x509, r.cert, r.peerid, err,
 						   sizeof(err));
+		if (r.keyring)
+			keyring_release(r.keyring);
+		/* A key that is gone (revoked, then collected) is not the
+		 * kernel's "no handshake agent" */
+		if (status == ENOKEY)
+			status = EKEYREVOKED;
 	}
 	if (!status) {
 		memset(&p, 0, sizeof(p));

@@ -16,6 +16,7 @@ struct tlsh_request {
 	char peername[TLSH_PEERNAME_MAX + 1];
 	int32_t peerid;
 	int32_t cert;
+	int32_t keyring;		/* to link before reading the keys */
 	unsigned timeout_ms;		/* min(config, kernel) */
 	char peer[80];			/* "192.0.2.1:2049", for messages */
 	unsigned char peer_ip[16];

@@ -67,6 +67,9 @@ _Static_assert(offsetof(struct sockaddr_tlsh, tlsh_key) == 4,
 #ifndef TLSH_TIMEOUT_MS
 #define TLSH_TIMEOUT_MS		6	/* __u32: ms left before the kernel gives up */
 #endif
+#ifndef TLSH_KEYRING
+#define TLSH_KEYRING		8	/* key_serial_t: keyring holding the keys, or 0 */
+#endif
 /* setsockopt(SOL_TLSH) */
 #ifndef TLSH_STATUS
 #define TLSH_STATUS		7	/* int: positive errno, 0 = no error */
