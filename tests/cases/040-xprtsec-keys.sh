@@ -69,7 +69,9 @@ check "xprtsec=mtls with cert_serial= only: refused" \
 check "cert_serial= without xprtsec=mtls: refused" \
 	fails_with opt3 "cert_serial= and privkey_serial= need xprtsec=mtls" $MTO,xprtsec=tls,cert_serial=$cert,privkey_serial=$key
 check "psk_serial= with xprtsec=mtls: refused" \
-	fails_with opt4 "psk_serial= needs xprtsec=psk, not xprtsec=mtls" $MTO,xprtsec=mtls,cert_serial=$cert,privkey_serial=$key,psk_serial=$psk
+	fails_with opt4 "xprtsec=mtls takes no psk_serial=" $MTO,xprtsec=mtls,cert_serial=$cert,privkey_serial=$key,psk_serial=$psk
+check "cert_serial= with xprtsec=psk: refused" \
+	fails_with opt4b "xprtsec=psk takes no cert_serial= or privkey_serial=" $PKO,xprtsec=psk,psk_serial=$psk,cert_serial=$cert
 check "xprtsec=psk without psk_serial=: refused" \
 	fails_with opt5 "xprtsec=psk needs psk_serial=" $PKO,xprtsec=psk
 check "cert_serial=abc: refused" \
