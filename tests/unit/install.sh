@@ -43,10 +43,11 @@ check "the installed helper runs (--version)" sh -c "'$helper' --version | grep 
 check "its default configuration is /etc/tlsh/tlsh-helper.conf" sh -c "'$helper' -h 2>&1 | grep -q 'default /etc/tlsh/tlsh-helper.conf)'"
 check "tlsh-helper(8) at /usr/share/man/man8/tlsh-helper.8, mode 644" mode_is 644 "$man8"
 check "tlsh-helper.conf(5) at /usr/share/man/man5/tlsh-helper.conf.5, mode 644" mode_is 644 "$man5"
+check "nfs-xprtsec(7) at /usr/share/man/man7/nfs-xprtsec.7, mode 644" mode_is 644 "$d/usr/share/man/man7/nfs-xprtsec.7"
 check "tlsh-helper.8 is section 8 of tlsh-helper" grep -Eiq '^\.TH "?tlsh-helper"? "?8"?' "$man8"
 check "tlsh-helper.conf.5 is section 5 of tlsh-helper.conf" grep -Eiq '^\.TH "?tlsh-helper\.conf"? "?5"?' "$man5"
 if command -v groff >/dev/null; then
-	for m in "$man8" "$man5"; do
+	for m in "$man8" "$man5" "$d/usr/share/man/man7/nfs-xprtsec.7"; do
 		out=$(groff -man -Tutf8 -ww -z "$m" 2>&1)
 		check "$(basename "$m") formats without groff warnings" [ -z "$out" ]
 		[ -z "$out" ] || echo "$out" | head -n 5 | sed 's/^/# /'
@@ -71,6 +72,7 @@ expected="etc/request-key.d/tlsh.conf
 etc/tlsh/tlsh-helper.conf
 usr/sbin/tlsh-helper
 usr/share/man/man5/tlsh-helper.conf.5
+usr/share/man/man7/nfs-xprtsec.7
 usr/share/man/man8/tlsh-helper.8"
 got=$(cd "$d" && find . -type f -o -type l | sed 's|^\./||' | sort)
 check "nothing else is installed" [ "$got" = "$expected" ]
