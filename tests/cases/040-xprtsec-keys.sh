@@ -169,11 +169,18 @@ check "... within 120 s (took ${el} s)" [ $el -lt 120 ]
 check "... the kernel says the key was revoked" kgrep revoked "TLS handshake with server.test .* failed: key revoked"
 check "... the helper names the key" grep -q "cannot read key $c2: Key has been revoked" /var/log/messages
 check "... nothing went out in plaintext" sh -c "! grep -q 'probe=plain' $TLSH_ARTIFACTS/front-$MT.log"
-timeout 60 umount -f -l $M
-check "mount again with a valid certificate: recovered" \
-	nfs_mount $MTO,xprtsec=mtls,cert_serial=$cert,privkey_serial=$key $S $M
-check "... and the data is there" cmp -s /tmp/r16 $M/r16
-umount $M
+kmark remount
+check_fail "remount naming a key the user cannot use (revoked): refused" \
+	timeout 60 mount -o remount,cert_serial=$c2,privkey_serial=$okey $M
+check "... the kernel says which key" kgrep remount "privkey_serial=$okey\|cert_serial=$c2"
+check "remount with a valid certificate and key: accepted" \
+	timeout 60 mount -o remount,cert_serial=$cert,privkey_serial=$key $M
+check "... /proc/mounts shows the new serials" \
+	grep -q " $M nfs4 .*xprtsec=mtls,cert_serial=$cert,privkey_serial=$key" /proc/mounts
+check "... the mount recovered: I/O works again" timeout 60 touch $M/after-remount
+check "... the data is there" cmp -s /tmp/r16 $M/r16
+check "... and still encrypted" encrypted $M 1
+timeout 60 umount $M || timeout 60 umount -f -l $M
 
 # --- an unprivileged user and root's keys -------------------------------
 # root's keys: possessor all, owner (root) view only; a user mount goes
