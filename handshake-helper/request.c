@@ -104,8 +104,6 @@ static void describe_peer(int fd, struct tlsh_request *r)
 int request_read(int fd, const struct config *cfg, struct tlsh_request *r,
 		 char *err, size_t errlen)
 {
-	uint32_t kms = 0;
-	socklen_t len;
 	int ret, v;
 
 	memset(r, 0, sizeof(*r));
@@ -137,21 +135,11 @@ int request_read(int fd, const struct config *cfg, struct tlsh_request *r,
 	if (ret)
 		return ret;
 	r->cert = v;
-	len = sizeof(v);
-	if (getsockopt(fd, SOL_TLSH, TLSH_KEYRING, &v, &len) < 0) {
-		int e = errno;
-
-		if (e != ENOPROTOOPT) {
-			snprintf(err, errlen, "getsockopt(TLSH_KEYRING): %s",
-				 strerror(e));
-			return e;
-		}
+	ret = get_int(fd, TLSH_KEYRING, "TLSH_KEYRING", &v, err, errlen);
+	if (ret == ENOPROTOOPT)
 		v = 0;		/* a kernel without TLSH_KEYRING */
-	} else if (len != sizeof(v)) {
-		snprintf(err, errlen, "getsockopt(TLSH_KEYRING): unexpected length %u",
-			 (unsigned)len);
-		return EINVAL;
-	}
+	else if (ret)
+		return ret;
 	r->keyring = v;
 	if (r->peerid < 0 || r->cert < 0 || r->keyring < 0) {
 		/* Negative serials are special keyrings (@t, @p, @s...) */
@@ -185,23 +173,14 @@ int request_read(int fd, const struct config *cfg, struct tlsh_request *r,
 	}
 
 	r->timeout_ms = cfg->handshake_timeout * 1000u;
-	len = sizeof(kms);
-	if (getsockopt(fd, SOL_TLSH, TLSH_TIMEOUT_MS, &kms, &len) < 0) {
-		int e = errno;
-
-		if (e != ENOPROTOOPT) {
-			snprintf(err, errlen, "getsockopt(TLSH_TIMEOUT_MS): %s",
-				 strerror(e));
-			return e;
-		}
+	/* a __u32 of at most the kernel's deadline, so it fits an int */
+	ret = get_int(fd, TLSH_TIMEOUT_MS, "TLSH_TIMEOUT_MS", &v, err, errlen);
+	if (ret == ENOPROTOOPT)
 		log_debug("%s: kernel has no TLSH_TIMEOUT_MS", r->peer);
-	} else if (len != sizeof(kms)) {
-		snprintf(err, errlen, "getsockopt(TLSH_TIMEOUT_MS): unexpected length %u",
-			 (unsigned)len);
-		return EINVAL;
-	} else if (kms < r->timeout_ms) {
-		r->timeout_ms = kms;
-	}
+	else if (ret)
+		return ret;
+	else if ((uint32_t)v < r->timeout_ms)
+		r->timeout_ms = (uint32_t)v;
 	return 0;
 }
 
