@@ -129,7 +129,9 @@ if [ "$want" != "$have" ] || [ ! -f "$obj/.config" ] || [ -n "$kconfigs" ]; then
 		fi
 		echo "kernel: config: $k=$v requested, got '${got:-not set}'" >&2
 		bad=1
-	done < <(cat "${frags[@]}" | grep -E '^CONFIG_[A-Za-z0-9_]+=')
+	done < <(cat "${frags[@]}" | grep -E '^CONFIG_[A-Za-z0-9_]+=' |
+		# a later fragment overrides an earlier one: check the last value
+		awk -F= '!($1 in v) { k[n++] = $1 } { v[$1] = $0 } END { for (i = 0; i < n; i++) print v[k[i]] }')
 	[ $bad -eq 0 ] || die "the config fragment did not take effect (see above)"
 	echo "$want" > "$obj/.tlsh-config"
 fi
