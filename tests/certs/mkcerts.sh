@@ -30,6 +30,11 @@
 #                        the format of gnutls psktool / --pskfile
 #   psk.id               the identity alone ("tlsh-test")
 #   psk.key              the hex key alone
+#   server-chain100.pem  a server.test certificate followed by the 99
+#                        intermediate CAs between it and ca.pem (a chain
+#                        of 100 certificates, far deeper than any
+#                        verifier accepts: the hostile-server tests)
+#   server-chain100-key.pem
 set -euo pipefail
 
 usage() { echo "usage: $0 OUTDIR [-f]" >&2; exit 2; }
@@ -50,7 +55,7 @@ FILES=(ca.pem ca-key.pem other-ca.pem other-ca-key.pem
 	server-wrongname.pem server-wrongname-key.pem
 	server-untrusted.pem server-untrusted-key.pem
 	client.pem client-key.pem client-other.pem client-other-key.pem
-	psk.txt psk.id psk.key)
+	psk.txt psk.id psk.key server-chain100.pem server-chain100-key.pem)
 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -118,6 +123,23 @@ leaf client ca 'cn = "tlsh-client"' 'organization = "tlsh tests"' \
 leaf client-other other-ca 'cn = "tlsh-client-other"' \
 	'organization = "tlsh tests"' 'tls_www_client' 'signing_key' \
 	"${VALID[@]}"
+
+# ca.pem -> int1 -> ... -> int99 -> server-chain100
+inter() {
+	key "$1-key.pem"
+	printf '%s\n' "cn = \"tlsh intermediate $1\"" 'organization = "tlsh tests"' \
+		ca cert_signing_key "${VALID[@]}" >"$1.tmpl"
+	certtool --generate-certificate --load-privkey "$1-key.pem" \
+		--load-ca-certificate "$2.pem" --load-ca-privkey "$2-key.pem" \
+		--template "$1.tmpl" --no-text --outfile "$1.pem" 2>/dev/null
+}
+signer=ca
+for i in $(seq 99); do
+	inter "int$i" "$signer"
+	signer=int$i
+done
+leaf server-chain100 int99 "${SRV[@]}" "${VALID[@]}"
+for i in $(seq 99 -1 1); do cat "int$i.pem"; done >> server-chain100.pem
 
 hex=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
 [ ${#hex} -eq 64 ] || { echo "mkcerts: cannot read /dev/urandom" >&2; exit 1; }

@@ -109,6 +109,10 @@ struct listen_addr {
 	int fd;
 };
 
+/* --hostile-record: a record no peer may accept */
+enum hostile { HR_NONE, HR_OVERSIZED, HR_BADTYPE };
+static const char *const hostile_names[] = { "none", "oversized", "badtype" };
+
 static struct {
 	struct listen_addr listen[MAX_LISTEN];
 	int nlisten;
@@ -121,6 +125,9 @@ static struct {
 	bool no_tls;
 	enum probe_reply probe_reply;
 	bool never_answer_probe, stall_handshake, close_handshake, garbage;
+	enum hostile hostile;		/* --hostile-record */
+	uint64_t hostile_after;		/* --hostile-after */
+	bool hostile_after_set;
 	uint64_t alert_after, drop_after, key_update_after;
 	bool alert_after_set, drop_after_set, key_update_after_set;
 	double drop_every;
@@ -907,6 +914,63 @@ static int connect_backend(struct conn *c)
 }
 
 /* ------------------------------------------------------------------ */
+/* hostile records */
+
+/*
+ * Read one TLS record from the client (the ClientHello) and discard it.
+ * Returns 0, or -1 when the client closed or the deadline passed.
+ */
+static int skip_client_record(struct conn *c, int64_t dl)
+{
+	unsigned char h[5], body[4096];
+	size_t left;
+
+	if (read_exact(c, c->cfd, h, 5, dl) != 5)
+		return -1;
+	left = (size_t)h[3] << 8 | h[4];
+	while (left) {
+		size_t k = left < sizeof(body) ? left : sizeof(body);
+
+		if (read_exact(c, c->cfd, body, k, dl) != (ssize_t)k)
+			return -1;
+		left -= k;
+	}
+	return 0;
+}
+
+/*
+ * Write the --hostile-record record straight to the client's socket,
+ * bypassing GnuTLS: "oversized" is a handshake record (type 22) whose
+ * length, 18433, exceeds the largest ciphertext TLS 1.2 or 1.3 allows
+ * (2^14 + 2048), with that many random octets after it; "badtype" is a
+ * record of content type 99, which no TLS version defines, with 32
+ * random octets. Then wait (bounded) for the client to give up.
+ * The caller has set the connection's close reason.
+ */
+static void send_hostile_record(struct conn *c)
+{
+	size_t len = o.hostile == HR_OVERSIZED ? 18433 : 32;
+	unsigned char *r = malloc(5 + len);
+
+	if (!r) {
+		set_reason(c, "out of memory");
+		return;
+	}
+	r[0] = o.hostile == HR_OVERSIZED ? 22 : 99;
+	r[1] = 3;
+	r[2] = 3;
+	r[3] = (unsigned char)(len >> 8);
+	r[4] = (unsigned char)len;
+	gnutls_rnd(GNUTLS_RND_NONCE, r + 5, len);
+	if (write_all(c, c->cfd, r, 5 + len, deadline_in(o.handshake_timeout),
+		      "client") == 0)
+		drain(c, deadline_in(o.handshake_timeout),
+		      "waiting after the hostile record");
+	free(r);
+	tls_field(c, "hostile=%s-sent", hostile_names[o.hostile]);
+}
+
+/* ------------------------------------------------------------------ */
 /* relay */
 
 static void send_alert(struct conn *c)
@@ -974,6 +1038,14 @@ static void relay(struct conn *c, struct buf *cb, struct buf *bb)
 				set_reason(c, "alert-after (plaintext: closed after %llu bytes)",
 					   (unsigned long long)c->b2c);
 			}
+			return;
+		}
+		if (o.hostile_after_set && c->s && c->b2c >= o.hostile_after &&
+		    tls_pending == 0) {
+			set_reason(c, "hostile-after (%s record after %llu bytes)",
+				   hostile_names[o.hostile],
+				   (unsigned long long)c->b2c);
+			send_hostile_record(c);
 			return;
 		}
 		if (o.key_update_after_set && !c->key_update_done && c->s &&
@@ -1167,6 +1239,9 @@ static void relay(struct conn *c, struct buf *cb, struct buf *bb)
 			if (o.alert_after_set && o.alert_after > c->b2c &&
 			    o.alert_after - c->b2c < lim)
 				lim = (size_t)(o.alert_after - c->b2c);
+			if (o.hostile_after_set && o.hostile_after > c->b2c &&
+			    o.hostile_after - c->b2c < lim)
+				lim = (size_t)(o.hostile_after - c->b2c);
 			if (o.key_update_after_set && !c->key_update_done &&
 			    o.key_update_after > c->b2c &&
 			    o.key_update_after - c->b2c < lim)
@@ -1297,20 +1372,18 @@ static void handle(struct conn *c)
 			return;
 		}
 		if (o.close_handshake) {
-			unsigned char h[5], body[4096];
-			int64_t dl = deadline_in(o.handshake_timeout);
-			ssize_t r = read_exact(c, c->cfd, h, 5, dl);
-			size_t left = r == 5 ? ((size_t)h[3] << 8 | h[4]) : 0;
-
-			while (left) {
-				size_t k = left < sizeof(body) ? left : sizeof(body);
-
-				if (read_exact(c, c->cfd, body, k, dl) != (ssize_t)k)
-					break;
-				left -= k;
-			}
+			skip_client_record(c, deadline_in(o.handshake_timeout));
 			tls_field(c, "tls=closed-after-clienthello");
 			set_reason(c, "close-handshake");
+			return;
+		}
+		if (o.hostile != HR_NONE && !o.hostile_after_set) {
+			/* in place of the ServerHello */
+			if (skip_client_record(c, deadline_in(o.handshake_timeout)) < 0)
+				return;
+			set_reason(c, "hostile-record (%s, in the handshake)",
+				   hostile_names[o.hostile]);
+			send_hostile_record(c);
 			return;
 		}
 		if (o.garbage) {
@@ -1412,7 +1485,7 @@ static void usage(FILE *f)
 "      --pid-file FILE        write the process id\n"
 "  -h, --help                 this text\n"
 "\n"
-"Misbehaviour for tests (at most one of the first seven):\n"
+"Misbehaviour for tests (at most one of the first eight):\n"
 "      --no-tls               act like a server without TLS: forward the\n"
 "                             probe to the backend and relay plaintext\n"
 "      --probe-reply=MODE     answer the probe wrongly, then relay\n"
@@ -1436,6 +1509,13 @@ static void usage(FILE *f)
 "                             the handshake (default 0: none)\n"
 "      --key-update-after=N   after N plaintext bytes to the client, send a\n"
 "                             TLS 1.3 KeyUpdate requesting the peer's too\n"
+"      --hostile-record=R     send STARTTLS, read the ClientHello, answer\n"
+"                             with a record no peer may accept, written\n"
+"                             past GnuTLS: oversized (length 18433, over\n"
+"                             the 2^14+2048 limit) or badtype (type 99)\n"
+"      --hostile-after=N      with --hostile-record: do the handshake and\n"
+"                             relay, then after N plaintext bytes to the\n"
+"                             client send that record inside the session\n"
 "\n"
 "Log line: TIME conn=ID peer=ADDR probe=none|plain|starttls|forwarded|\n"
 "unanswered|MODE [tls=ok version= cipher= kx= ... | tls=failed error=...]\n"
@@ -1724,6 +1804,7 @@ enum {
 	OPT_DROP_RST, OPT_TICKETS, OPT_KU_AFTER, OPT_REQ_CERT, OPT_PSK,
 	OPT_TLS12, OPT_TLS13, OPT_PRIORITY, OPT_LOG, OPT_PORT_FILE,
 	OPT_PID_FILE, OPT_FIRST_TO, OPT_HS_TO, OPT_CONN_TO, OPT_MAX_CONNS,
+	OPT_HOSTILE, OPT_HOSTILE_AFTER,
 };
 
 static const struct option longopts[] = {
@@ -1746,6 +1827,8 @@ static const struct option longopts[] = {
 	{ "drop-rst", no_argument, NULL, OPT_DROP_RST },
 	{ "session-tickets", required_argument, NULL, OPT_TICKETS },
 	{ "key-update-after", required_argument, NULL, OPT_KU_AFTER },
+	{ "hostile-record", required_argument, NULL, OPT_HOSTILE },
+	{ "hostile-after", required_argument, NULL, OPT_HOSTILE_AFTER },
 	{ "require-client-cert", no_argument, NULL, OPT_REQ_CERT },
 	{ "psk-file", required_argument, NULL, OPT_PSK },
 	{ "tls12-only", no_argument, NULL, OPT_TLS12 },
@@ -1830,6 +1913,19 @@ static void parse_args(int argc, char **argv)
 			o.key_update_after = parse_u64(optarg, "--key-update-after");
 			o.key_update_after_set = true;
 			break;
+		case OPT_HOSTILE:
+			for (i = 1; i < sizeof(hostile_names) / sizeof(hostile_names[0]); i++)
+				if (!strcmp(optarg, hostile_names[i]))
+					break;
+			if (i == sizeof(hostile_names) / sizeof(hostile_names[0]))
+				die("--hostile-record: unknown record '%s' (oversized, badtype)",
+				    optarg);
+			o.hostile = (enum hostile)i;
+			break;
+		case OPT_HOSTILE_AFTER:
+			o.hostile_after = parse_u64(optarg, "--hostile-after");
+			o.hostile_after_set = true;
+			break;
 		case OPT_REQ_CERT: o.require_client_cert = true; break;
 		case OPT_PSK: o.psk_file = optarg; break;
 		case OPT_TLS12: o.tls12_only = true; break;
@@ -1891,11 +1987,16 @@ static void parse_args(int argc, char **argv)
 		die("--priority replaces the defaults; do not combine it with "
 		    "--tls12-only/--tls13-only");
 	modes = o.no_tls + (o.probe_reply != PR_STARTTLS) + o.never_answer_probe +
-		o.stall_handshake + o.close_handshake + o.garbage;
+		o.stall_handshake + o.close_handshake + o.garbage +
+		(o.hostile != HR_NONE && !o.hostile_after_set);
 	if (modes > 1)
 		die("--no-tls, --probe-reply, --never-answer-probe, "
-		    "--stall-handshake, --close-handshake and "
-		    "--garbage-after-starttls exclude each other");
+		    "--stall-handshake, --close-handshake, "
+		    "--garbage-after-starttls and --hostile-record exclude each other");
+	if (o.hostile_after_set && o.hostile == HR_NONE)
+		die("--hostile-after=N needs --hostile-record=oversized|badtype");
+	if (o.hostile_after_set && o.no_tls)
+		die("--hostile-after needs a TLS session; not with --no-tls");
 	if (o.no_tls && o.tls_only)
 		die("--no-tls and --tls-only exclude each other");
 	if (o.key_update_after_set && o.tls12_only)

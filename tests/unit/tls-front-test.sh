@@ -158,7 +158,7 @@ all_files() {
 	for f in ca.pem ca-key.pem other-ca.pem server.pem server-key.pem \
 		server-expired.pem server-wrongname.pem server-untrusted.pem \
 		client.pem client-key.pem client-other.pem client-other-key.pem \
-		psk.txt; do
+		psk.txt server-chain100.pem server-chain100-key.pem; do
 		[ -s "$C/$f" ] || return 1
 	done
 }
@@ -215,6 +215,12 @@ expect_usage_error 'unknown mode' --listen 127.0.0.1:0 --backend $B \
 	"${CK[@]}" --probe-reply=bogus
 expect_usage_error 'exclude each other' --listen 127.0.0.1:0 --backend $B \
 	"${CK[@]}" --no-tls --stall-handshake
+expect_usage_error 'needs --hostile-record' --listen 127.0.0.1:0 --backend $B \
+	"${CK[@]}" --hostile-after=5
+expect_usage_error 'unknown record' --listen 127.0.0.1:0 --backend $B \
+	"${CK[@]}" --hostile-record=huge
+expect_usage_error 'exclude each other' --listen 127.0.0.1:0 --backend $B \
+	"${CK[@]}" --hostile-record=badtype --close-handshake
 expect_usage_error 'not a number' --listen 127.0.0.1:0 --backend $B \
 	"${CK[@]}" --drop-after=12x
 expect_usage_error 'No such file' --listen 127.0.0.1:0 --backend $B \
@@ -536,6 +542,28 @@ else
 	notok "--garbage-after-starttls: the client's handshake fails on non-TLS bytes" \
 		"$OUT" "$(lastlog garbage)"
 fi
+
+for hr in oversized badtype; do
+	front "hr$hr" --hostile-record=$hr
+	if ! rpc client --port "$PORT" --probe --expect-probe starttls --tls "${CA[@]}" \
+		--timeout 5 && grep -q 'handshake=failed' <<<"$OUT" &&
+		! grep -qi 'timed out' <<<"$OUT" &&
+		wait_log "hr$hr" "hostile=$hr-sent .*close=\"hostile-record"; then
+		ok "--hostile-record=$hr: the client's handshake fails at once"
+	else
+		notok "--hostile-record=$hr: the client's handshake fails at once" \
+			"$OUT" "$(lastlog "hr$hr")"
+	fi
+	front "ha$hr" --hostile-record=$hr --hostile-after=60
+	if ! rpc client --port "$PORT" --probe --tls "${CA[@]}" --calls 5 --timeout 5 &&
+		! grep -qi 'timed out' <<<"$OUT" &&
+		wait_log "ha$hr" "tls=ok .*hostile=$hr-sent .*b2c=60 .*close=\"hostile-after"; then
+		ok "--hostile-record=$hr --hostile-after=60: the record follows 60 good bytes"
+	else
+		notok "--hostile-record=$hr --hostile-after=60: the record follows 60 good bytes" \
+			"$OUT" "$(lastlog "ha$hr")"
+	fi
+done
 
 # ------------------------------------------------------------ concurrency
 

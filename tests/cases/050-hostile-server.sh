@@ -1,0 +1,95 @@
+#!/bin/bash
+# A hostile TLS server (tls-front --hostile-record, and a certificate
+# chain of 100 entries): during the handshake an oversized record, a
+# record of an undefined content type, a chain far deeper than any
+# verifier accepts; inside an established session, the same records
+# arriving on the kernel's kTLS receive path. Each time: the mount fails
+# (or the I/O recovers on a new connection) within a bound, with a clear
+# message, nothing is relayed in plaintext, and the kernel reports nothing
+# (the runner fails the case on any WARNING/BUG/Oops/KASAN/lockdep report).
+# tlsh-vm: timeout=400
+. /tlsh/guest/lib.sh
+. /tlsh/guest/tlsh-lib.sh
+. /tlsh/guest/nfs-lib.sh
+
+if [ ! -x /usr/sbin/tlsh-helper ] || [ ! -x $FRONT ]; then
+	skip "hostile TLS server: tlsh-helper or tls-front is not built"
+	exit 0
+fi
+if ! grep -q " rpc_starttls_probe" /proc/kallsyms; then
+	skip "hostile TLS server: this kernel has no xprtsec= support"
+	exit 0
+fi
+if ! $FRONT --help | grep -q -- --hostile-record; then
+	skip "hostile TLS server: this tls-front has no --hostile-record"
+	exit 0
+fi
+
+nfs_trace_setup
+S=$TLSH_SERVER_NAME
+M=/mnt/h
+
+no_plaintext() {
+	! grep -q 'probe=plain' "$TLSH_ARTIFACTS/front-$1.log"
+}
+
+# refused PORT WHAT KERNEL-RE HELPER-RE: xprtsec=tls and xprtsec=auto
+# mounts against the front on PORT both fail, in time, with the reasons
+refused() {
+	local port=$1 what=$2 kre=$3 hre=$4 start el lines
+	kmark "hostile-$port"
+	lines=$(wc -l < /var/log/messages)
+	start=$(date +%s)
+	check_fail "$what: xprtsec=tls mount fails" nfs_mount vers=4.2,xprtsec=tls,port=$port $S $M
+	el=$(( $(date +%s) - start ))
+	check "... within 30 s (took ${el} s)" [ $el -le 30 ]
+	check "... with a clear kernel message" kgrep "hostile-$port" "$kre"
+	check "... and the helper logged why" sh -c "tail -n +$((lines + 1)) /var/log/messages | grep 'tlsh-helper' | grep -qiE '$hre'"
+	check_fail "... xprtsec=auto fails too (no plaintext fallback)" nfs_mount vers=4.2,xprtsec=auto,port=$port $S $M
+	check_fail "... nothing is mounted" grep -q " $M " /proc/mounts
+	check "... the front relayed nothing in plaintext" no_plaintext "$port"
+}
+
+# --- in the handshake ----------------------------------------------------
+front 3060 --hostile-record=oversized
+refused 3060 "oversized record in place of the ServerHello" \
+	'TLS handshake with server.test .* failed' 'illegal size|large|overflow|length|record|packet'
+check "... the front sent it" grep -q 'hostile=oversized-sent' "$TLSH_ARTIFACTS/front-3060.log"
+front_stop 3060
+
+front 3061 --hostile-record=badtype
+refused 3061 "record of content type 99 in place of the ServerHello" \
+	'TLS handshake with server.test .* failed' 'unexpected|packet|unsupported|content|record'
+check "... the front sent it" grep -q 'hostile=badtype-sent' "$TLSH_ARTIFACTS/front-3061.log"
+front_stop 3061
+
+front 3062 --cert $CERTS/server-chain100.pem --key $CERTS/server-chain100-key.pem
+refused 3062 "certificate chain of 100 entries" \
+	'TLS handshake with server.test .* failed: rejected' 'not trusted|issuer|signer|chain|depth'
+front_stop 3062
+
+# --- inside an established session (kTLS receive path) --------------------
+dd if=/dev/urandom of=$TLSH_EXPORT_DIR/h8 bs=1M count=8 status=none
+want8=$(sha256sum < $TLSH_EXPORT_DIR/h8 | cut -d' ' -f1)
+for hr in oversized badtype; do
+	port=3063
+	[ $hr = badtype ] && port=3064
+	front $port --hostile-record=$hr --hostile-after=3000000
+	est=$(count rpc_tls_established)
+	check "$hr record after 3 MB of a session: mount works" nfs_mount vers=4.2,xprtsec=tls,port=$port,rsize=65536 $S $M
+	start=$(date +%s)
+	check "... an 8 MiB read survives it, data intact" sh -c "[ \"\$(timeout 120 sha256sum < $M/h8 | cut -d' ' -f1)\" = $want8 ]"
+	el=$(( $(date +%s) - start ))
+	check "... within 120 s (took ${el} s)" [ $el -le 120 ]
+	check "... the record was sent inside the session" grep -q "tls=ok .*hostile=$hr-sent" "$TLSH_ARTIFACTS/front-$port.log"
+	check "... the connection was dropped and a new handshake followed" [ $(( $(count rpc_tls_established) - est )) -ge 2 ]
+	check "... the mount is still encrypted" wait_for 20 encrypted $M 1
+	umount $M
+	check "... nothing was relayed in plaintext" no_plaintext $port
+	front_stop $port
+done
+rm -f $TLSH_EXPORT_DIR/h8
+
+check "no helper left some seconds after the last handshake" wait_for 30 sh -c '[ "$(pgrep -x tlsh-helper | wc -l)" = 0 ]'
+[ "${TLSH_FAILED:-0}" = 0 ] || tail -n 40 /var/log/messages
+finish
