@@ -50,6 +50,11 @@ tools: $(TOOLS)
 $(B)/tools/%: tests/tools/%.c
 	@mkdir -p $(B)/tools
 	$(CC) -std=c11 -Wall -Wextra -Werror -O2 -o $@ $<
+# the threaded TLS echo server (scaling cases and the bench)
+$(B)/tools/hs-serv: tests/tools/hs-serv.c
+	@mkdir -p $(B)/tools
+	$(CC) -std=c11 -Wall -Wextra -Werror -O2 -pthread -o $@ $< \
+		$$(pkg-config --cflags --libs gnutls)
 
 certs: ensure-deps
 	@if [ -x tests/certs/mkcerts.sh ]; then tests/certs/mkcerts.sh $(B)/certs >/dev/null; fi

@@ -60,3 +60,18 @@ hs() {
 helpers() {
 	pgrep -x tlsh-helper | wc -l
 }
+
+# client_ns NS ADDR VETH: a new network namespace NS on the server's
+# bridge, eth0 with ADDR/24 (from 192.0.2.0/24); the bridge's end of the
+# veth pair is VETH in S (it leaves S when NS is dismantled)
+client_ns() {
+	local ns=$1 addr=$2 v=$3
+	ip netns add "$ns" &&
+		ip link add "$v" type veth peer name eth0 netns "$ns" &&
+		ip link set "$v" netns S &&
+		ip -n S link set "$v" master br0 &&
+		ip -n S link set "$v" up &&
+		ip -n "$ns" link set lo up &&
+		ip -n "$ns" addr add "$addr/24" dev eth0 &&
+		ip -n "$ns" link set eth0 up
+}

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * hs-serv: a TLS echo server for the handshake scaling benchmarks.
+ * hs-serv: a TLS echo server for many handshakes at once (the scaling
+ * guest case and the handshake scaling benchmarks).
  * gnutls-serv, the latency benchmarks' server, accepts with a small listen
  * backlog in one thread; with 64 or 256 connections arriving at once its
  * accept queue overflows and the dropped SYNs come back one second later,
