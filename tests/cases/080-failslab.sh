@@ -1,0 +1,141 @@
+#!/bin/bash
+# Allocation failures (failslab) injected into the handshake and mount
+# paths: only tasks marked with /proc/PID/make-it-fail fail their slab
+# allocations (task-filter), i.e. the agent (tlsh-helper and its threads,
+# through a request-key rule that marks it before exec) and the process
+# writing the handshake request or calling mount(2); the kernel code they
+# run is AF_TLSH, kTLS setup, the tlsh key type, SUNRPC client creation
+# and the NFS mount. Each handshake's done() runs exactly once with 0 or
+# an error, within its deadline; each mount succeeds or fails within a
+# bound; nothing is reported by the kernel; afterwards, with injection
+# off, handshakes and mounts work, the test module unloads (no leaked
+# references) and the namespace used can be deleted.
+# tlsh-vm: timeout=600
+. /tlsh/guest/lib.sh
+. /tlsh/guest/tlsh-lib.sh
+. /tlsh/guest/nfs-lib.sh
+
+# debugfs at /debug (guest init): "ip netns exec" remounts /sys
+F=/debug/failslab
+if [ ! -x /usr/sbin/tlsh-helper ]; then
+	skip "failslab: tlsh-helper is not built"
+	exit 0
+fi
+
+if [ ! -d $F ]; then
+	not_ok "failslab: no $F (tlsh.config has FAILSLAB and FAULT_INJECTION_DEBUG_FS)"
+	finish
+fi
+nfs_trace_setup
+check "test consumer module loads" tlsh_setup
+serve 4433 server
+S=$TLSH_SERVER_ADDR
+rule=/etc/request-key.d/tlsh.conf
+cp "$rule" /tmp/tlsh.conf.saved
+cat > /usr/local/bin/tlsh-helper-failing <<'W'
+#!/bin/sh
+echo 1 > /proc/self/make-it-fail
+exec /usr/sbin/tlsh-helper "$@"
+W
+chmod +x /usr/local/bin/tlsh-helper-failing
+echo "create tlsh * * /usr/local/bin/tlsh-helper-failing -k %k" > "$rule"
+
+# injection: a share of the slab allocations of marked tasks, any GFP
+# flags (also GFP_KERNEL ones), one line per injection in the kernel log
+# (verbose=1: no stack dump). The share cycles through 1, 4 and 12 per
+# cent from round to round: a high one fails the first allocations, a
+# low one lets a handshake or mount get deep before one fails.
+echo 0 > $F/times
+echo Y > $F/task-filter
+echo N > $F/ignore-gfp-wait
+echo 1 > $F/verbose
+echo 12 > $F/probability
+echo 1 > $F/interval
+echo -1 > $F/times
+kmark failslab
+
+# --- handshakes ----------------------------------------------------------
+rounds=25 bad_once=0 bad_time=0 okhs=0 failhs=0 refused=0
+done0=$(count tlsh_req_done)
+pcts=(1 4 12)
+for r in $(seq $rounds); do
+	echo ${pcts[r % 3]} > $F/probability
+	start=$(date +%s)
+	if ! sh -c 'echo 1 > /proc/self/make-it-fail; echo "addr='$S' port=4433 name=server.test timeout=8000 count=4" > /proc/tlsh_test' 2> /dev/null; then
+		# the request itself could not be set up (ENOMEM to the writer)
+		refused=$((refused + 1))
+		continue
+	fi
+	out=$(cat /proc/tlsh_test)
+	el=$(( $(date +%s) - start ))
+	[ $el -le 20 ] || bad_time=$((bad_time + 1))
+	# each line: done=1 (exactly once); a refused start has done=0
+	while read -r line; do
+		case "$line" in
+		*" start=0 status=0 done=1 "*) okhs=$((okhs + 1)) ;;
+		*" start=0 status=-"*" done=1 "*) failhs=$((failhs + 1)) ;;
+		*" start=-"*" done=0 "*) failhs=$((failhs + 1)) ;;
+		[0-9]*) bad_once=$((bad_once + 1)); echo "# $line" ;;
+		esac
+	done <<< "$out"
+	# let the agent exit now and then, so spawning is injected too
+	[ $((r % 5)) = 0 ] && pkill -x tlsh-helper
+done
+injected=$(dmesg_since failslab | grep -c 'FAULT_INJECTION: forcing a failure')
+check "failslab injected failures into the handshake path ($injected)" [ "$injected" -gt 0 ]
+check "$rounds rounds of 4 handshakes under injection: each done() exactly once or refused at start ($okhs ok, $failhs failed, $refused rounds refused with ENOMEM)" [ "$bad_once/$((okhs + failhs))" = "0/$(( (rounds - refused) * 4))" ]
+check "... every round within 20 s (deadline 8 s)" [ $bad_time = 0 ]
+sleep 0.5
+
+# --- mounts --------------------------------------------------------------
+M=/mnt/fs
+mres=
+bad_mt=0
+for r in $(seq 12); do
+	echo ${pcts[r % 3]} > $F/probability
+	start=$(date +%s)
+	if sh -c 'echo 1 > /proc/self/make-it-fail; exec timeout 90 mount -t nfs -o vers=4.2,xprtsec=tls,retry=0,soft,timeo=50,retrans=2 '"$TLSH_SERVER_NAME:$TLSH_EXPORT $M" 2>/dev/null; then
+		mres="${mres}m"
+		ls $M > /dev/null 2>&1
+		umount $M 2>/dev/null || umount -f -l $M
+	else
+		mres="${mres}f"
+	fi
+	el=$(( $(date +%s) - start ))
+	[ $el -le 60 ] || bad_mt=$((bad_mt + 1))
+done
+mkdir -p $M
+echo "# mounts under injection: $mres (m mounted, f failed)"
+check "12 xprtsec=tls mounts under injection each end within 60 s" [ $bad_mt = 0 ]
+
+echo 0 > $F/probability
+echo 0 > $F/times
+injected2=$(dmesg_since failslab | grep -c 'FAULT_INJECTION: forcing a failure')
+echo "# injected: $injected2 failures in all"
+cp /tmp/tlsh.conf.saved "$rule"
+
+# --- afterwards ----------------------------------------------------------
+pkill -x tlsh-helper
+wait_for 15 sh -c '! pgrep tlsh-helper > /dev/null'
+out=$(hs addr=$S port=4433 name=server.test)
+check "injection off: a handshake works" grep -q "status=0 done=1 cancelled=0 data=ok" <<< "$out"
+check "injection off: an xprtsec=tls mount works, encrypted" sh -c ". /tlsh/guest/lib.sh; . /tlsh/guest/nfs-lib.sh; nfs_mount vers=4.2,xprtsec=tls $TLSH_SERVER_NAME $M && encrypted $M 1; r=\$?; umount $M; exit \$r"
+client_ns FS 192.0.2.99 fs0
+wait_for 10 ip netns exec FS ping -c1 -W1 $S > /dev/null
+echo 1 > $F/probability
+echo -1 > $F/times
+echo "create tlsh * * /usr/local/bin/tlsh-helper-failing -k %k" > "$rule"
+out=$(ip netns exec FS sh -c 'echo "addr='$S' port=4433 name=server.test timeout=8000 count=8" > /proc/tlsh_test; cat /proc/tlsh_test')
+echo 0 > $F/probability
+echo 0 > $F/times
+cp /tmp/tlsh.conf.saved "$rule"
+check "handshakes in namespace FS under injection: none lost" [ "$(grep -c ' done=1 \| start=-' <<< "$out")" = 8 ]
+pkill -x tlsh-helper
+wait_for 15 sh -c '! pgrep tlsh-helper > /dev/null'
+check "namespace FS can be deleted afterwards" ip netns del FS
+check "... and is dismantled (its veth end leaves the server)" wait_for 20 sh -c '! ip -n S link show fs0 > /dev/null 2>&1'
+check "the test module unloads (no leaked references)" rmmod tlsh_test
+pkill gnutls-serv
+rm -f /usr/local/bin/tlsh-helper-failing
+[ "${TLSH_FAILED:-0}" = 0 ] || tail -n 40 /var/log/messages
+finish
