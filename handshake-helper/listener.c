@@ -129,7 +129,10 @@ void listener_block_signals(void)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 }
 
-/* Accept what is queued.  Returns 0, 1 to back off briefly, -1 fatal. */
+/*
+ * Accept what is queued.  Returns 0, 1 to back off briefly, 2 when the
+ * network namespace served is gone (nothing more will come), -1 fatal.
+ */
 static int accept_some(int lfd, struct lstate *ls, pthread_attr_t *attr)
 {
 	for (;;) {
@@ -157,6 +160,9 @@ static int accept_some(int lfd, struct lstate *ls, pthread_attr_t *attr)
 			case ENOMEM:
 				log_warn("accept: %s", strerror(e));
 				return 1;
+			case ENETDOWN:
+				log_info("the network namespace served is gone: no more handshakes");
+				return 2;
 			default:
 				log_err("accept: %s", strerror(e));
 				return -1;
@@ -268,11 +274,11 @@ int listener_run(int lfd, unsigned idle_s, listener_handler handler,
 		if (lfd >= 0 && nfds == 3 && pfd[2].revents) {
 			int r = accept_some(lfd, &ls, &attr);
 
-			if (r > 0)
+			if (r == 1)
 				backoff_until = now_ms() + 100;
-			if (r < 0) {
+			if (r < 0 || r == 2) {
 				stopping = 1;
-				ret = 1;
+				ret = r < 0;
 				close(lfd);
 				lfd = -1;
 			}

@@ -7,6 +7,9 @@
  *   tlsh-probe listen         socket + listen (binds to the own netns)
  *   tlsh-probe accept         socket + accept without listen
  *   tlsh-probe getsockopt     socket + getsockopt(SOL_TLSH) on a listener
+ *   tlsh-probe hold MS        socket + listen, then MS milliseconds without
+ *                             accepting anything, then close: a listener
+ *                             that goes away with handshakes queued on it
  *
  * Output: "CALL ok" or "CALL errno=NAME"; the exit status is 0 when
  * every call succeeded, 1 otherwise.
@@ -51,7 +54,7 @@ int main(int argc, char **argv)
 	int fd, rc = 0;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: tlsh-probe bind [KEY]|listen|accept|getsockopt\n");
+		fprintf(stderr, "usage: tlsh-probe bind [KEY]|listen|accept|getsockopt|hold MS\n");
 		return 2;
 	}
 	fd = socket(AF_TLSH, SOCK_STREAM, 0);
@@ -68,6 +71,11 @@ int main(int argc, char **argv)
 	} else if (!strcmp(argv[1], "getsockopt")) {
 		rc |= report("listen", listen(fd, 16));
 		rc |= report("getsockopt", getsockopt(fd, SOL_TLSH, 1, buf, &len));
+	} else if (!strcmp(argv[1], "hold") && argc > 2) {
+		rc |= report("listen", listen(fd, 16));
+		fflush(stdout);
+		usleep((useconds_t)strtoul(argv[2], NULL, 10) * 1000);
+		printf("close\n");
 	} else {
 		fprintf(stderr, "tlsh-probe: unknown call %s\n", argv[1]);
 		return 2;
