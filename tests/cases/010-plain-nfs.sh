@@ -5,6 +5,8 @@
 # tlsh-vm: timeout=240
 . /tlsh/guest/lib.sh
 
+cpus=$(sed -n 's/.*tlsh\.cpus=\([0-9]*\).*/\1/p' /proc/cmdline)
+check "the guest runs on all ${cpus:-?} vCPUs QEMU gave it (SMP)" [ "$(nproc)" = "${cpus:-none}" ]
 check "topology: C1 reaches the server over IPv4" ping -c1 -W2 "$TLSH_SERVER_ADDR"
 check "topology: C1 reaches the server over IPv6" ping -c1 -W2 "$TLSH_SERVER_ADDR6"
 check "topology: server.test resolves" grep -q "server.test" /etc/hosts
