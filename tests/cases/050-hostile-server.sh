@@ -2,7 +2,9 @@
 # A hostile TLS server (tls-front --hostile-record, and a certificate
 # chain of 100 entries): during the handshake an oversized record, a
 # record of an undefined content type, a chain far deeper than any
-# verifier accepts; inside an established session, the same records
+# verifier accepts, a close or reset after the ClientHello, garbage after
+# STARTTLS, a stalled handshake, an AUTH_TLS probe never answered or
+# answered wrongly; inside an established session, the same records
 # arriving on the kernel's kTLS receive path. Each time: the mount fails
 # (or the I/O recovers on a new connection) within a bound, with a clear
 # message, nothing is relayed in plaintext, and the kernel reports nothing
@@ -67,6 +69,57 @@ front 3062 --cert $CERTS/server-chain100.pem --key $CERTS/server-chain100-key.pe
 refused 3062 "certificate chain of 100 entries" \
 	'TLS handshake with server.test .* failed: rejected' 'not trusted|issuer|signer|chain|depth'
 front_stop 3062
+
+# --- around the handshake: the server closes or resets after the
+# ClientHello, sends garbage after STARTTLS, stalls the handshake ---------
+front 3065 --close-handshake
+refused 3065 "connection closed after the ClientHello" \
+	'TLS handshake with server.test .* failed' 'terminated|closed|pull|reset|EOF'
+front_stop 3065
+front 3066 --close-handshake --drop-rst
+refused 3066 "connection reset after the ClientHello" \
+	'TLS handshake with server.test .* failed' 'terminated|closed|pull|reset|EOF'
+front_stop 3066
+front 3067 --garbage-after-starttls
+refused 3067 "garbage after STARTTLS" \
+	'TLS handshake with server.test .* failed' 'unexpected|illegal|packet|record|decod|length'
+front_stop 3067
+front 3068 --stall-handshake
+refused 3068 "a server that never answers the ClientHello" \
+	'TLS handshake with server.test .* failed: timed out' 'time'
+front_stop 3068
+
+# --- the AUTH_TLS probe: never answered, or answered wrongly --------------
+front 3069 --never-answer-probe
+for pol in tls auto; do
+	kmark "noanswer-$pol"
+	timeout 30 mount -t nfs -o vers=4.2,xprtsec=$pol,port=3069,retry=0 $S:$TLSH_EXPORT $M 2>/dev/null
+	check_fail "probe never answered, xprtsec=$pol: nothing is mounted within 30 s" grep -q " $M " /proc/mounts
+	check "... the kernel says the server did not answer the probe" \
+		kgrep "noanswer-$pol" 'server.test .* did not answer the RPC-with-TLS probe'
+done
+check "... nothing was relayed in plaintext" sh -c "! grep 'conn=' $TLSH_ARTIFACTS/front-3069.log | grep -qv 'probe=unanswered .*c2b=0 '"
+front_stop 3069
+# auto_plain MARK: an xprtsec=auto mount through port 3070 works in
+# plaintext, shows it, and the kernel said so
+auto_plain() {
+	nfs_mount vers=4.2,xprtsec=auto,port=3070 $S $M && plaintext $M &&
+		kgrep "$1" 'xprtsec=auto continues in plaintext'
+}
+for m in badverf shortverf nullverf badflavor; do
+	front 3070 --probe-reply=$m
+	kmark "reply-$m"
+	start=$(date +%s)
+	check_fail "probe answered wrongly ($m), xprtsec=tls: the mount fails" nfs_mount vers=4.2,xprtsec=tls,port=3070 $S $M
+	el=$(( $(date +%s) - start ))
+	check "... within 10 s (took ${el} s)" [ $el -le 10 ]
+	check "... saying the server offers no TLS" kgrep "reply-$m" 'does not offer RPC-with-TLS; no plaintext under xprtsec=tls'
+	# xprtsec=auto is opportunistic: a server that does not answer
+	# STARTTLS is one without TLS; the mount says so and shows it
+	check "... xprtsec=auto continues in plaintext, and says so" auto_plain "reply-$m"
+	umount $M 2>/dev/null
+	front_stop 3070
+done
 
 # --- inside an established session (kTLS receive path) --------------------
 dd if=/dev/urandom of=$TLSH_EXPORT_DIR/h8 bs=1M count=8 status=none
