@@ -130,7 +130,6 @@ MODES=$(for m in $MODES; do mode_ok $m && echo $m; done | tr "\n" " ")
 note "mount latency, $BENCH_MOUNT_REPS repetitions"
 for i in $(seq "$BENCH_MOUNT_REPS"); do
 	mount_time "$MO$NONE_OPT" $PLAIN:$TLSH_EXPORT && emit mount.none "$MS"
-	mount_time "$MO$NONE_OPT$NOTLS_OPT" $NOTLS_SRV:$TLSH_EXPORT && emit mount.none.notls-server "$MS"
 	mount_time "$MO$NONE_OPT,port=2050" 127.0.0.1:$TLSH_EXPORT && emit mount.stunnel "$MS"
 	[ "$PLAIN" = server.test ] || { mount_time "$MO$NONE_OPT" server.test:$TLSH_EXPORT && emit mount.none-front "$MS"; }
 done
@@ -140,9 +139,15 @@ if [ $XPRTSEC = 1 ]; then
 		kill_agents
 		mount_time $MO,xprtsec=tls server.test:$TLSH_EXPORT && emit mount.tls.cold "$MS"
 		mount_time $MO,xprtsec=tls server.test:$TLSH_EXPORT && emit mount.tls.warm "$MS"
+		# auto and none to the server without TLS back to back, so
+		# that both sides of the ratio see the same load
+		mount_time "$MO$NONE_OPT$NOTLS_OPT" $NOTLS_SRV:$TLSH_EXPORT && emit mount.none.notls-server "$MS"
 		mount_time $MO,xprtsec=auto$NOTLS_OPT $NOTLS_SRV:$TLSH_EXPORT && emit mount.auto.notls-server "$MS"
 	done
 else
+	for i in $(seq "$BENCH_MOUNT_REPS"); do
+		mount_time "$MO$NONE_OPT$NOTLS_OPT" $NOTLS_SRV:$TLSH_EXPORT && emit mount.none.notls-server "$MS"
+	done
 	for x in mount.tls.cold mount.tls.warm mount.auto.notls-server; do na $x "$NA_XPRTSEC"; done
 fi
 
