@@ -7,14 +7,7 @@
 . /tlsh/guest/tlsh-lib.sh
 . /tlsh/guest/nfs-lib.sh
 
-if [ ! -x /usr/sbin/tlsh-helper ] || [ ! -x $FRONT ]; then
-	skip "NFS over TLS: tlsh-helper or tls-front is not built"
-	exit 0
-fi
-if ! grep -q " rpc_starttls_probe" /proc/kallsyms; then
-	skip "NFS over TLS: this kernel has no xprtsec= support"
-	exit 0
-fi
+nfs_tls_ready "NFS over TLS" || exit 0
 
 nfs_trace_setup
 S=$TLSH_SERVER_NAME

@@ -7,14 +7,7 @@
 . /tlsh/guest/tlsh-lib.sh
 . /tlsh/guest/nfs-lib.sh
 
-if [ ! -x /usr/sbin/tlsh-helper ] || [ ! -x $FRONT ]; then
-	skip "mTLS/PSK: tlsh-helper or tls-front is not built"
-	exit 0
-fi
-if ! grep -q " key_get_readable" /proc/kallsyms; then
-	skip "mTLS/PSK: this kernel has no xprtsec=mtls support"
-	exit 0
-fi
+nfs_tls_ready "mTLS/PSK" key_get_readable || exit 0
 
 nfs_trace_setup
 S=$TLSH_SERVER_NAME

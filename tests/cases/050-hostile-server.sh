@@ -14,14 +14,7 @@
 . /tlsh/guest/tlsh-lib.sh
 . /tlsh/guest/nfs-lib.sh
 
-if [ ! -x /usr/sbin/tlsh-helper ] || [ ! -x $FRONT ]; then
-	skip "hostile TLS server: tlsh-helper or tls-front is not built"
-	exit 0
-fi
-if ! grep -q " rpc_starttls_probe" /proc/kallsyms; then
-	skip "hostile TLS server: this kernel has no xprtsec= support"
-	exit 0
-fi
+nfs_tls_ready "hostile TLS server" || exit 0
 if ! $FRONT --help | grep -q -- --hostile-record; then
 	skip "hostile TLS server: this tls-front has no --hostile-record"
 	exit 0

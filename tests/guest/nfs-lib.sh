@@ -110,3 +110,18 @@ dmesg_since() {
 kgrep() {
 	dmesg_since "$1" | grep -q "$2"
 }
+
+# nfs_tls_ready WHAT [SYMBOL]: true when this guest can run an NFS-over-TLS
+# case (tlsh-helper, tls-front, and a kernel with SYMBOL, by default
+# rpc_starttls_probe); otherwise prints a SKIP line for WHAT, false
+nfs_tls_ready() {
+	local sym=${2:-rpc_starttls_probe}
+	if [ ! -x /usr/sbin/tlsh-helper ] || [ ! -x $FRONT ]; then
+		skip "$1: tlsh-helper or tls-front is not built"
+		return 1
+	fi
+	if ! grep -q " $sym" /proc/kallsyms; then
+		skip "$1: this kernel has no $sym (xprtsec= support)"
+		return 1
+	fi
+}
