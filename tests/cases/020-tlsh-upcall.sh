@@ -90,8 +90,13 @@ wait_for 5 sh -c "! pgrep -x sleep >/dev/null"
 # handshake; kill it while it holds the socket
 ip netns exec S tcp-sink 4437 &
 sleep 0.5
-(sleep 2; pkill -9 -x tlsh-helper) &
+# kill the agent once it has accepted the handshake (not after a fixed
+# time: a slow debug kernel may not have started it yet)
+acc=$(count tlsh_req_accepted)
+(wait_for 30 sh -c "[ \$(grep -c ' tlsh_req_accepted:' $TRACE/trace) -gt $acc ]"; sleep 0.5
+ pkill -9 -x tlsh-helper) &
 out=$(hs addr=$S port=4437 name=server.test timeout=15000)
+echo "$out" | sed 's/^/# /'
 check "helper killed after accept: the handshake completes with an error" grep -q "status=-[0-9]* done=1" <<< "$out"
 check "helper killed after accept: well before the deadline" sh -c "[ \$(sed -n 's/.* ms=\([0-9]*\).*/\1/p' <<< '$out') -lt 10000 ]"
 out=$(hs addr=$S port=4437 name=server.test timeout=3000)
