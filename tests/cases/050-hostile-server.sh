@@ -74,12 +74,28 @@ refused 3066 "connection reset after the ClientHello" \
 	'TLS handshake with server.test .* failed' 'terminated|closed|pull|reset|EOF'
 front_stop 3066
 front 3067 --garbage-after-starttls
+# (when the garbage rides in the segment of the probe's reply, the RPC
+# layer consumes it with the reply and the handshake times out instead)
 refused 3067 "garbage after STARTTLS" \
-	'TLS handshake with server.test .* failed' 'unexpected|illegal|packet|record|decod|length'
+	'TLS handshake with server.test .* failed' 'unexpected|illegal|packet|record|decod|length|timed out'
 front_stop 3067
 front 3068 --stall-handshake
 refused 3068 "a server that never answers the ClientHello" \
 	'TLS handshake with server.test .* failed: timed out' 'time'
+# the kernel's own deadline (the helper's, 10 s here, came first above)
+P=/sys/module/sunrpc/parameters/tls_handshake_timeout_ms
+dl=$(cat $P)
+check "sunrpc.tls_handshake_timeout_ms is there" [ -n "$dl" ]
+check_fail "... refuses 999" sh -c "echo 999 > $P"
+check_fail "... refuses 600001" sh -c "echo 600001 > $P"
+echo 3000 > $P
+kmark deadline3s
+start=$(date +%s)
+check_fail "with a 3 s deadline, the stalled handshake fails the mount" nfs_mount vers=4.2,xprtsec=tls,port=3068 $S $M
+el=$(( $(date +%s) - start ))
+echo "$dl" > $P
+check "... within 9 s (took ${el} s), before the helper's 10 s" [ $el -le 9 ]
+check "... timed out, says the kernel" kgrep deadline3s 'TLS handshake with server.test .* failed: timed out'
 front_stop 3068
 
 # --- the AUTH_TLS probe: never answered, or answered wrongly --------------
