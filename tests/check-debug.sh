@@ -114,6 +114,8 @@ if [ $ok = 1 ]; then
 	# slowdown: the cases' bounds are derived from it)
 	append="tlsh.fuzz=$fuzz rcupdate.rcu_cpu_stall_timeout=120"
 	append="$append sunrpc.tls_handshake_timeout_ms=$((20000 * (slow > 2 ? slow / 2 : 1)))"
+	# the hung-task detector prints the stuck task's stack at KERN_INFO
+	append="$append loglevel=7"
 	[ -z "${TLSH_FUZZ_SEED:-}" ] || append="$append tlsh.fuzz_seed=$TLSH_FUZZ_SEED"
 	log=$DB/logs/guest.log
 	t0=$SECONDS
