@@ -115,7 +115,7 @@ if [ $ok = 1 ]; then
 	append="tlsh.fuzz=$fuzz rcupdate.rcu_cpu_stall_timeout=120"
 	append="$append sunrpc.tls_handshake_timeout_ms=$((20000 * (slow > 2 ? slow / 2 : 1)))"
 	# the hung-task detector prints the stuck task's stack at KERN_INFO
-	append="$append loglevel=7"
+	append="$append loglevel=7 tlsh.slowdown=$slow"
 	[ -z "${TLSH_FUZZ_SEED:-}" ] || append="$append tlsh.fuzz_seed=$TLSH_FUZZ_SEED"
 	log=$DB/logs/guest.log
 	t0=$SECONDS

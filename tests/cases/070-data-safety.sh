@@ -71,7 +71,10 @@ sessions=$(( $(count rpc_tls_established) - est0 ))
 drops=$(cat $TLSH_ARTIFACTS/front-3070.log $TLSH_ARTIFACTS/front-3071.log | grep -c 'close="drop-every"')
 check "... the front dropped connections mid-transfer ($drops drops)" [ "$drops" -ge $rounds ]
 check "... each reconnect was a new TLS session ($sessions sessions)" [ "$sessions" -gt "$drops" ]
-check "... the front relayed nothing without STARTTLS and TLS" sh -c "! cat $TLSH_ARTIFACTS/front-3070.log $TLSH_ARTIFACTS/front-3071.log | grep 'conn=' | grep -v 'probe=starttls' | grep -q 'c2b=[1-9]'"
+# connections relayed without STARTTLS (shown when there are any)
+unsafe=$(cat $TLSH_ARTIFACTS/front-3070.log $TLSH_ARTIFACTS/front-3071.log | grep 'conn=' | grep -v 'probe=starttls' | grep 'c2b=[1-9]')
+[ -z "$unsafe" ] || echo "$unsafe" | head -5 | sed 's/^/# /'
+check "... the front relayed nothing without STARTTLS and TLS" [ -z "$unsafe" ]
 check "capture: TLS application data on the wire" [ "$(tls_records /tmp/safe.pcap)" -gt 1000 ]
 check_fail "capture: the known text never appears on the wire" sh -c "tcpdump -Z root -nr /tmp/safe.pcap -A 2>/dev/null | grep -q TLSH-SAFETY-MARKER"
 rm -f /tmp/safe.pcap

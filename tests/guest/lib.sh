@@ -20,6 +20,11 @@ export TLSH_C2_ADDR=192.0.2.12 TLSH_C2_ADDR6=2001:db8::12
 export TLSH_EXPORT=/srv/export
 export TLSH_EXPORT_DIR=/srv/export
 export TLSH_ARTIFACTS=/tmp/artifacts
+# TLSH_SLOWDOWN: how many times slower this kernel is than the normal one
+# (tlsh.slowdown= on the command line: make check-debug sets it); bounds
+# that are about speed, not behaviour, are multiplied by it
+TLSH_SLOWDOWN=$(sed -n 's/.*tlsh\.slowdown=\([0-9]*\).*/\1/p' /proc/cmdline 2>/dev/null)
+export TLSH_SLOWDOWN=${TLSH_SLOWDOWN:-1}
 export TLSH_KERNEL_REPORT_RE='WARNING:|BUG:|Oops|KASAN|kmemleak:|blocked for more than|INFO: task .* blocked|possible circular locking|inconsistent lock state|lockdep|Call Trace:|general protection fault|UBSAN'
 mkdir -p "$TLSH_ARTIFACTS"
 

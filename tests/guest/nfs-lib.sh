@@ -37,7 +37,7 @@ front_stop() {
 # nfs_mount OPTIONS SERVER MOUNTPOINT: mount the export, no retries
 nfs_mount() {
 	mkdir -p "$3"
-	timeout 90 mount -t nfs -o "$1,retry=0" "$2:$TLSH_EXPORT" "$3"
+	timeout $((90 * TLSH_SLOWDOWN)) mount -t nfs -o "$1,retry=0" "$2:$TLSH_EXPORT" "$3"
 }
 
 # xprtsec_of MOUNTPOINT: the "xprtsec:" line of the mount in mountstats
