@@ -1337,6 +1337,11 @@ static void handle(struct conn *c)
 		return;
 	case FR_OTHER:
 		c->probe = "plain";
+		/* what it began with: an RPC record marker and XID, or not */
+		if (c->rawlen >= 8)
+			tls_field(c, "first=%02x%02x%02x%02x%02x%02x%02x%02x",
+				  c->raw[0], c->raw[1], c->raw[2], c->raw[3],
+				  c->raw[4], c->raw[5], c->raw[6], c->raw[7]);
 		if (o.tls_only) {
 			set_reason(c, "tls-only: first record is not an AUTH_TLS probe");
 			return;
