@@ -109,17 +109,17 @@ for pol in tls auto; do
 done
 check "... nothing was relayed in plaintext" sh -c "! grep 'conn=' $TLSH_ARTIFACTS/front-3069.log | grep -qv 'probe=unanswered .*c2b=0 '"
 front_stop 3069
-# auto_plain MARK: an xprtsec=auto mount through port 3070 works in
+# auto_plain MARK: an xprtsec=auto mount through port 3075 works in
 # plaintext, shows it, and the kernel said so
 auto_plain() {
-	nfs_mount vers=4.2,xprtsec=auto,port=3070 $S $M && plaintext $M &&
+	nfs_mount vers=4.2,xprtsec=auto,port=3075 $S $M && plaintext $M &&
 		kgrep "$1" 'xprtsec=auto continues in plaintext'
 }
 for m in badverf shortverf nullverf badflavor; do
-	front 3070 --probe-reply=$m
+	front 3075 --probe-reply=$m
 	kmark "reply-$m"
 	start=$(date +%s)
-	check_fail "probe answered wrongly ($m), xprtsec=tls: the mount fails" nfs_mount vers=4.2,xprtsec=tls,port=3070 $S $M
+	check_fail "probe answered wrongly ($m), xprtsec=tls: the mount fails" nfs_mount vers=4.2,xprtsec=tls,port=3075 $S $M
 	el=$(( $(date +%s) - start ))
 	check "... within 10 s (took ${el} s)" [ $el -le 10 ]
 	check "... saying the server offers no TLS" kgrep "reply-$m" 'does not offer RPC-with-TLS; no plaintext under xprtsec=tls'
@@ -127,7 +127,7 @@ for m in badverf shortverf nullverf badflavor; do
 	# STARTTLS is one without TLS; the mount says so and shows it
 	check "... xprtsec=auto continues in plaintext, and says so" auto_plain "reply-$m"
 	umount $M 2>/dev/null
-	front_stop 3070
+	front_stop 3075
 done
 
 # --- inside an established session (kTLS receive path) --------------------

@@ -29,6 +29,8 @@ tcpdump -Z root --immediate-mode -i eth0 -s 256 -U -w /tmp/safe.pcap \
 cap=$!
 wait_for 10 grep -q "listening on" /tmp/safe.tcpdump
 
+# this case's own front logs only (an earlier case may have used a port)
+rm -f $TLSH_ARTIFACTS/front-3070.log $TLSH_ARTIFACTS/front-3071.log
 est0=$(count rpc_tls_established)
 bad_w=0 bad_r=0 done_mib=0
 start=$(date +%s)
