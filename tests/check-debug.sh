@@ -150,15 +150,15 @@ if [ $ok = 1 ]; then
 	rc=$?
 	# what each self-test script saw, between its BEGIN and END lines
 	part() { tr -d '\000\r' < "$log" | sed -n "/TLSH-SCRIPT-BEGIN [0-9]*-$1/,/TLSH-SCRIPT-END [0-9]*-$1/p"; }
-	if [ $rc -eq 4 ] && part selftest-kasan.sh | grep -q "BUG: KASAN: .* \[kasan_test_module\]" &&
-	   part selftest-kasan.sh | grep -q "TLSH-KERNEL-REPORT during"; then
+	if [ $rc -eq 4 ] && grep -q "BUG: KASAN: .* \[kasan_test_module\]" <<< "$(part selftest-kasan.sh)" &&
+	   grep -q "TLSH-KERNEL-REPORT during" <<< "$(part selftest-kasan.sh)"; then
 		tap ok "debug bench: a KASAN report fails the run (vm-run exit 4)"
 	else
 		tap "not ok" "debug bench: a KASAN report fails the run (rc=$rc, see $log)"
 	fi
-	if part selftest-kmemleak.sh | grep -q "TLSH-KMEMLEAK-SUSPECTS [1-9]" &&
-	   part selftest-kmemleak.sh | grep -q "kmemleak: [0-9]* new suspected memory leaks" &&
-	   part selftest-kmemleak.sh | grep -q "TLSH-KERNEL-REPORT during"; then
+	if grep -q "TLSH-KMEMLEAK-SUSPECTS [1-9]" <<< "$(part selftest-kmemleak.sh)" &&
+	   grep -q "kmemleak: [0-9]* new suspected memory leaks" <<< "$(part selftest-kmemleak.sh)" &&
+	   grep -q "TLSH-KERNEL-REPORT during" <<< "$(part selftest-kmemleak.sh)"; then
 		tap ok "debug bench: a kmemleak suspect is found and reported"
 	else
 		tap "not ok" "debug bench: a kmemleak suspect is found and reported (see $log)"
