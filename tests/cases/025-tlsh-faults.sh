@@ -28,13 +28,6 @@ fault_rule() {
 normal_rule() {
 	cp /tmp/tlsh.conf.saved "$rule"
 }
-ms() {
-	sed -n 's/.* ms=\([0-9]*\).*/\1/p' <<< "$1"
-}
-# no agent (normal or testing) left: the next request needs a new one
-no_agent() {
-	wait_for 15 sh -c '! pgrep tlsh-helper > /dev/null'
-}
 
 # fault, and the status done() must report: -ENOKEY (126) when no
 # listener ever existed, -EACCES (13) for a handshake socket closed

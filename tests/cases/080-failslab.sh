@@ -133,7 +133,7 @@ check "handshakes in namespace FS under injection: none lost" [ "$(grep -c ' don
 pkill -x tlsh-helper
 wait_for 15 sh -c '! pgrep tlsh-helper > /dev/null'
 check "namespace FS can be deleted afterwards" ip netns del FS
-check "... and is dismantled (its veth end leaves the server)" wait_for 20 sh -c '! ip -n S link show fs0 > /dev/null 2>&1'
+check "... and is dismantled (its veth end leaves the server)" ns_gone fs0 20
 check "the test module unloads (no leaked references)" rmmod tlsh_test
 pkill gnutls-serv
 rm -f /usr/local/bin/tlsh-helper-failing

@@ -75,3 +75,20 @@ client_ns() {
 		ip -n "$ns" addr add "$addr/24" dev eth0 &&
 		ip -n "$ns" link set eth0 up
 }
+
+# ns_gone VETH SECONDS: the namespace whose veth end is VETH in S has been
+# dismantled (the kernel removed that end) within SECONDS
+ns_gone() {
+	wait_for "$2" sh -c "! ip -n S link show $1 > /dev/null 2>&1"
+}
+
+# no_agent: no tlsh-helper (normal or testing) is left within 15 s, so the
+# next request needs a new one
+no_agent() {
+	wait_for 15 sh -c '! pgrep tlsh-helper > /dev/null'
+}
+
+# ms LINE: the ms= field of a test consumer result line
+ms() {
+	sed -n 's/.* ms=\([0-9]*\).*/\1/p' <<< "$1"
+}
