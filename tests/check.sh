@@ -122,11 +122,15 @@ if [ $guest -eq 1 ]; then
 			tap ok "vm-run: a script exiting 1 makes vm-run exit non-zero ($rc)"
 		else
 			tap "not ok" "vm-run: a script exiting 1 makes vm-run exit non-zero (rc=$rc, see $log)"
+			grep -aE "TLSH-|^vm: " "$log" | tr -d '\r' | sed 's/^/# /'
 		fi
-		if grep -q "TLSH-SCRIPT-TIMEOUT [0-9]*-hang.sh" "$log"; then
+		# (the END line with the timeout's status counts too: a kernel
+		# message on the shared console can split the TIMEOUT line)
+		if grep -aqE "TLSH-SCRIPT-TIMEOUT [0-9]*-hang.sh|TLSH-SCRIPT-END [0-9]*-hang.sh rc=(124|137)" "$log"; then
 			tap ok "vm-run: a hanging script is killed and reported"
 		else
 			tap "not ok" "vm-run: a hanging script is killed and reported (see $log)"
+			grep -aE "TLSH-|^vm: |hang" "$log" | tr -d '\r' | sed 's/^/# /'
 		fi
 	fi
 fi

@@ -6,6 +6,6 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 dev=${1:-$top/build/dev}
 rm -f "$top"/patches/[0-9]*.patch
-git -C "$dev" format-patch -q --no-signature --zero-commit -o "$top/patches" base..HEAD
+git -C "$dev" format-patch -q -N --no-signature --zero-commit -o "$top/patches" base..HEAD
 (cd "$top/patches" && ls [0-9]*.patch > series)
 cat "$top/patches/series"
