@@ -1,11 +1,13 @@
 #!/bin/bash
-# Allocation failures (failslab) injected into the handshake and mount
-# paths: only tasks marked with /proc/PID/make-it-fail fail their slab
-# allocations (task-filter), i.e. the agent (tlsh-helper and its threads,
-# through a request-key rule that marks it before exec) and the process
-# writing the handshake request or calling mount(2); the kernel code they
-# run is AF_TLSH, kTLS setup, the tlsh key type, SUNRPC client creation
-# and the NFS mount. Each handshake's done() runs exactly once with 0 or
+# Allocation failures (failslab, then fail_page_alloc) injected into the
+# handshake and mount paths: only tasks marked with /proc/PID/make-it-fail
+# fail their slab or page allocations (task-filter), i.e. the agent
+# (tlsh-helper and its threads, through a request-key rule that marks it
+# before exec) and the process writing the handshake request or calling
+# mount(2); the kernel code they run is AF_TLSH, kTLS setup, the tlsh key
+# type, SUNRPC client creation and the NFS mount. (x86_64 has no stack
+# filter for fault injection: the task filter is what limits injection
+# to these paths.) Each handshake's done() runs exactly once with 0 or
 # an error, within its deadline; each mount succeeds or fails within a
 # bound; nothing is reported by the kernel; afterwards, with injection
 # off, handshakes and mounts work, the test module unloads (no leaked
@@ -40,78 +42,115 @@ W
 chmod +x /usr/local/bin/tlsh-helper-failing
 echo "create tlsh * * /usr/local/bin/tlsh-helper-failing -k %k" > "$rule"
 
-# injection: a share of the slab allocations of marked tasks, any GFP
-# flags (also GFP_KERNEL ones), one line per injection in the kernel log
+# injection: a share of the allocations of marked tasks, any GFP flags
+# (also GFP_KERNEL ones), one line per injection in the kernel log
 # (verbose=1: no stack dump). The share cycles through 1, 4 and 12 per
 # cent from round to round: a high one fails the first allocations, a
 # low one lets a handshake or mount get deep before one fails.
-echo 0 > $F/times
-echo Y > $F/task-filter
-echo N > $F/ignore-gfp-wait
-echo 1 > $F/verbose
-echo 12 > $F/probability
-echo 1 > $F/interval
-echo -1 > $F/times
-kmark failslab
-
-# --- handshakes ----------------------------------------------------------
-rounds=25 bad_once=0 bad_time=0 okhs=0 failhs=0 refused=0
-done0=$(count tlsh_req_done)
+# inject_on DIR: arm the fault attribute in DIR (off: probability 0)
+inject_on() {
+	echo 0 > "$1"/times
+	echo Y > "$1"/task-filter
+	echo N > "$1"/ignore-gfp-wait
+	echo 1 > "$1"/verbose
+	echo 12 > "$1"/probability
+	echo 1 > "$1"/interval
+	echo -1 > "$1"/times
+}
+inject_off() {
+	echo 0 > "$1"/probability
+	echo 0 > "$1"/times
+}
 pcts=(1 4 12)
-for r in $(seq $rounds); do
-	echo ${pcts[r % 3]} > $F/probability
-	start=$(date +%s)
-	if ! sh -c 'echo 1 > /proc/self/make-it-fail; echo "addr='$S' port=4433 name=server.test timeout=8000 count=4" > /proc/tlsh_test' 2> /dev/null; then
-		# the request itself could not be set up (ENOMEM to the writer)
-		refused=$((refused + 1))
-		continue
-	fi
-	out=$(cat /proc/tlsh_test)
-	el=$(( $(date +%s) - start ))
-	[ $el -le 20 ] || bad_time=$((bad_time + 1))
-	# each line: done=1 (exactly once); a refused start has done=0
-	while read -r line; do
-		case "$line" in
-		*" start=0 status=0 done=1 "*) okhs=$((okhs + 1)) ;;
-		*" start=0 status=-"*" done=1 "*) failhs=$((failhs + 1)) ;;
-		*" start=-"*" done=0 "*) failhs=$((failhs + 1)) ;;
-		[0-9]*) bad_once=$((bad_once + 1)); echo "# $line" ;;
-		esac
-	done <<< "$out"
-	# let the agent exit now and then, so spawning is injected too
-	[ $((r % 5)) = 0 ] && pkill -x tlsh-helper
-done
+
+# handshake_rounds DIR ROUNDS: ROUNDS rounds of 4 handshakes written by a
+# marked task to the test module, served by a marked agent
+handshake_rounds() {
+	local f=$1 rounds=$2 r start out el line
+	local bad_once=0 bad_time=0 okhs=0 failhs=0 refused=0
+	for r in $(seq "$rounds"); do
+		echo ${pcts[r % 3]} > "$f"/probability
+		start=$(date +%s)
+		if ! sh -c 'echo 1 > /proc/self/make-it-fail; echo "addr='$S' port=4433 name=server.test timeout=8000 count=4" > /proc/tlsh_test' 2> /dev/null; then
+			# the request itself could not be set up (ENOMEM to the writer)
+			refused=$((refused + 1))
+			continue
+		fi
+		out=$(cat /proc/tlsh_test)
+		el=$(( $(date +%s) - start ))
+		[ $el -le 20 ] || bad_time=$((bad_time + 1))
+		# each line: done=1 (exactly once); a refused start has done=0
+		while read -r line; do
+			case "$line" in
+			*" start=0 status=0 done=1 "*) okhs=$((okhs + 1)) ;;
+			*" start=0 status=-"*" done=1 "*) failhs=$((failhs + 1)) ;;
+			*" start=-"*" done=0 "*) failhs=$((failhs + 1)) ;;
+			[0-9]*) bad_once=$((bad_once + 1)); echo "# $line" ;;
+			esac
+		done <<< "$out"
+		# let the agent exit now and then, so spawning is injected too
+		[ $((r % 5)) = 0 ] && pkill -x tlsh-helper
+	done
+	check "$rounds rounds of 4 handshakes under ${f##*/}: each done() exactly once or refused at start ($okhs ok, $failhs failed, $refused rounds refused with ENOMEM)" [ "$bad_once/$((okhs + failhs))" = "0/$(( (rounds - refused) * 4))" ]
+	check "... every round within 20 s (deadline 8 s)" [ $bad_time = 0 ]
+	sleep 0.5
+}
+
+# mount_rounds DIR ROUNDS: xprtsec=tls mounts by a marked task
+mount_rounds() {
+	local f=$1 rounds=$2 r start el mres="" bad_mt=0
+	for r in $(seq "$rounds"); do
+		echo ${pcts[r % 3]} > "$f"/probability
+		start=$(date +%s)
+		if sh -c 'echo 1 > /proc/self/make-it-fail; exec timeout 90 mount -t nfs -o vers=4.2,xprtsec=tls,retry=0,soft,timeo=50,retrans=2 '"$TLSH_SERVER_NAME:$TLSH_EXPORT $M" 2>/dev/null; then
+			mres="${mres}m"
+			ls $M > /dev/null 2>&1
+			umount $M 2>/dev/null || umount -f -l $M
+		else
+			mres="${mres}f"
+		fi
+		el=$(( $(date +%s) - start ))
+		[ $el -le 60 ] || bad_mt=$((bad_mt + 1))
+	done
+	mkdir -p $M
+	echo "# mounts under ${f##*/}: $mres (m mounted, f failed)"
+	check "$rounds xprtsec=tls mounts under ${f##*/} each end within 60 s" [ $bad_mt = 0 ]
+}
+
+M=/mnt/fs
+# --- failslab: handshakes, mounts -----------------------------------------
+inject_on $F
+kmark failslab
+handshake_rounds $F 25
 injected=$(dmesg_since failslab | grep -c 'FAULT_INJECTION: forcing a failure')
 check "failslab injected failures into the handshake path ($injected)" [ "$injected" -gt 0 ]
-check "$rounds rounds of 4 handshakes under injection: each done() exactly once or refused at start ($okhs ok, $failhs failed, $refused rounds refused with ENOMEM)" [ "$bad_once/$((okhs + failhs))" = "0/$(( (rounds - refused) * 4))" ]
-check "... every round within 20 s (deadline 8 s)" [ $bad_time = 0 ]
-sleep 0.5
-
-# --- mounts --------------------------------------------------------------
-M=/mnt/fs
-mres=
-bad_mt=0
-for r in $(seq 12); do
-	echo ${pcts[r % 3]} > $F/probability
-	start=$(date +%s)
-	if sh -c 'echo 1 > /proc/self/make-it-fail; exec timeout 90 mount -t nfs -o vers=4.2,xprtsec=tls,retry=0,soft,timeo=50,retrans=2 '"$TLSH_SERVER_NAME:$TLSH_EXPORT $M" 2>/dev/null; then
-		mres="${mres}m"
-		ls $M > /dev/null 2>&1
-		umount $M 2>/dev/null || umount -f -l $M
-	else
-		mres="${mres}f"
-	fi
-	el=$(( $(date +%s) - start ))
-	[ $el -le 60 ] || bad_mt=$((bad_mt + 1))
-done
-mkdir -p $M
-echo "# mounts under injection: $mres (m mounted, f failed)"
-check "12 xprtsec=tls mounts under injection each end within 60 s" [ $bad_mt = 0 ]
-
-echo 0 > $F/probability
-echo 0 > $F/times
+mount_rounds $F 12
+inject_off $F
 injected2=$(dmesg_since failslab | grep -c 'FAULT_INJECTION: forcing a failure')
-echo "# injected: $injected2 failures in all"
+echo "# failslab: $injected2 failures injected in all"
+
+# --- fail_page_alloc: the page allocations of the same tasks, order 0 up
+# (socket buffers, kTLS and TCP pages, page tables, kernel stacks of the
+# agent's threads); user pages (__GFP_HIGHMEM) are left alone, or the
+# agent's own page faults would fail and retry without end. A page
+# allocation failure is printed with a stack (warn_alloc); the runner
+# does not count those that follow an injection as a kernel report.
+P=/debug/fail_page_alloc
+if [ -d $P ]; then
+	echo 0 > $P/min-order
+	echo Y > $P/ignore-gfp-highmem
+	inject_on $P
+	kmark failpage
+	handshake_rounds $P 12
+	injected=$(dmesg_since failpage | grep -c 'FAULT_INJECTION: forcing a failure')
+	check "fail_page_alloc injected failures into the handshake path ($injected)" [ "$injected" -gt 0 ]
+	mount_rounds $P 6
+	inject_off $P
+	injected2=$(dmesg_since failpage | grep -c 'FAULT_INJECTION: forcing a failure')
+	echo "# fail_page_alloc: $injected2 failures injected in all"
+else
+	not_ok "fail_page_alloc: no $P (tlsh.config has FAIL_PAGE_ALLOC)"
+fi
 cp /tmp/tlsh.conf.saved "$rule"
 
 # --- afterwards ----------------------------------------------------------
