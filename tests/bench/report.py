@@ -20,6 +20,9 @@ ROWS = [
     ("Handshake latency (one handshake, kernel consumer -> done())", None, None),
     ("hs.cold", "cold: agent spawned by request-key", "ms"),
     ("hs.warm", "warm: spawned agent already listening", "ms"),
+    ("hs.warm.total", "warm, traced run: consumer's time_us", "ms"),
+    ("hs.warm.wait", "... of which queued -> accepted by the agent", "ms"),
+    ("hs.warm.agent", "... of which accepted -> done (the agent's work)", "ms"),
     ("hs.resident", "resident agent (tlsh-helper -f)", "ms"),
     ("hs.floor", "floor: GnuTLS client in user space (hs-floor)", "ms"),
     ("hs.gnutls-cli", "gnutls-cli process (exec included)", "ms"),
@@ -120,6 +123,7 @@ TARGETS = [
 # ratios shown for context, no target
 CONTEXT = [
     ("resident agent / user-space floor", "hs.resident", "hs.floor"),
+    ("the agent's work (accepted -> done) / user-space floor", "hs.warm.agent", "hs.floor"),
     ("64 concurrent, agent / user-space floor", "scale.hs.64", "scale.floor.64"),
     ("256 concurrent, agent / user-space floor", "scale.hs.256", "scale.floor.256"),
     ("user-space floor: 64 threads / 1", "scale.floor.64", "scale.floor.1"),

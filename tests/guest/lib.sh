@@ -25,7 +25,11 @@ export TLSH_ARTIFACTS=/tmp/artifacts
 # that are about speed, not behaviour, are multiplied by it
 TLSH_SLOWDOWN=$(sed -n 's/.*tlsh\.slowdown=\([0-9]*\).*/\1/p' /proc/cmdline 2>/dev/null)
 export TLSH_SLOWDOWN=${TLSH_SLOWDOWN:-1}
-export TLSH_KERNEL_REPORT_RE='WARNING:|BUG:|Oops|KASAN|kmemleak:|blocked for more than|INFO: task .* blocked|possible circular locking|inconsistent lock state|lockdep|Call Trace:|general protection fault|UBSAN'
+# (a kernel-mode GPF reads "general protection fault, probably for ..." or
+# "general protection fault: 0000 [#1]"; "traps: PROG[PID] general
+# protection fault ip:..." is a user process that crashed, which the
+# fault injection of case 080 can cause and is not a kernel report)
+export TLSH_KERNEL_REPORT_RE='WARNING:|BUG:|Oops|KASAN|kmemleak:|blocked for more than|INFO: task .* blocked|possible circular locking|inconsistent lock state|lockdep|Call Trace:|general protection fault[,:]|UBSAN'
 mkdir -p "$TLSH_ARTIFACTS"
 
 # without_injected_reports: filter kernel log lines (stdin to stdout),

@@ -65,6 +65,38 @@ for i in $(seq "$BENCH_REPS"); do
 	ms_since $t0; emit hs.exec.request-key "$MS"
 done
 [ $fails = 0 ] || info hs.failures $fails
+# where a warm handshake's time goes, from the AF_TLSH tracepoints: the
+# request waits for the agent (queued -> accepted: the agent's accept()
+# wakes up), then the agent works (accepted -> done: six getsockopt()s,
+# the GnuTLS handshake, kTLS installation, the done message); the rest of
+# the consumer's time_us is the TCP connect before the request is queued
+note "warm handshake phases, $BENCH_REPS handshakes, AF_TLSH tracepoints"
+tt $HS > /dev/null
+echo > $TRACE/trace
+for e in tlsh_req_queued tlsh_req_accepted tlsh_req_done; do
+	echo 1 > $TRACE/events/tls/$e/enable
+done
+echo 1 > $TRACE/tracing_on
+for i in $(seq "$BENCH_REPS"); do
+	tt $HS
+	tt_ok && emit hs.warm.total "$(us_to_ms "$(tt_us)")"
+done
+echo 0 > $TRACE/tracing_on
+for e in tlsh_req_queued tlsh_req_accepted tlsh_req_done; do
+	echo 0 > $TRACE/events/tls/$e/enable
+done
+# lines: "task-pid [cpu] flags TIMESTAMP: event: sk=0x... ..."
+awk '{ for (i = 1; i < NF; i++) if ($(i + 1) ~ /^tlsh_req_(queued|accepted|done):$/) break
+	if (i >= NF) next
+	ts = $i; sub(/:$/, "", ts); ev = $(i + 1); sk = $(i + 2)
+	if (ev == "tlsh_req_queued:") q[sk] = ts
+	else if (ev == "tlsh_req_accepted:") a[sk] = ts
+	else if (sk in q && sk in a) {
+		printf "BENCH hs.warm.wait %.3f\n", (a[sk] - q[sk]) * 1000
+		printf "BENCH hs.warm.agent %.3f\n", (ts - a[sk]) * 1000
+		delete q[sk]; delete a[sk]
+	} }' $TRACE/trace
+echo > $TRACE/trace
 # one handshake with data over kTLS, to show the path is the real one
 tt "addr=$S port=4433 name=server.test"
 info hs.echo-check "${TT[0]}"
