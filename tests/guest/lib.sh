@@ -33,12 +33,13 @@ export TLSH_KERNEL_REPORT_RE='WARNING:|BUG:|Oops|KASAN|kmemleak:|blocked for mor
 mkdir -p "$TLSH_ARTIFACTS"
 
 # without_injected_reports: filter kernel log lines (stdin to stdout),
-# leaving out the stack dump of a page allocation failure that fault
-# injection forced (the "name fail_page_alloc" line of the injection
-# comes just before it; case 080). Any other report stays.
+# leaving out the stack dump of an allocation failure (warn_alloc: "page
+# allocation failure" or "vmalloc error") that fault injection forced:
+# the injection's "name fail_page_alloc" or "name failslab" line comes
+# just before it (case 080). Any other report stays.
 without_injected_reports() {
-	awk '/name fail_page_alloc,/ { inj = NR }
-		inj && NR - inj <= 3 && /page allocation failure: order:/ { skip = 1 }
+	awk '/name (fail_page_alloc|failslab),/ { inj = NR }
+		inj && NR - inj <= 5 && /(page allocation failure: order:|vmalloc error: size)/ { skip = 1 }
 		skip { if (/<\/TASK>/) skip = 0; next }
 		{ print }'
 }
