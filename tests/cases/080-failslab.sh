@@ -44,9 +44,10 @@ echo "create tlsh * * /usr/local/bin/tlsh-helper-failing -k %k" > "$rule"
 
 # injection: a share of the allocations of marked tasks, any GFP flags
 # (also GFP_KERNEL ones), one line per injection in the kernel log
-# (verbose=1: no stack dump). The share cycles through 1, 4 and 12 per
-# cent from round to round: a high one fails the first allocations, a
-# low one lets a handshake or mount get deep before one fails.
+# (verbose=1: no stack dump). The share cycles from round to round
+# through 12 and 4 per cent and one allocation in 400 (probability 100,
+# interval 400): a high one fails the first allocations, a low one lets
+# a handshake or mount get deep, or through, before one fails.
 # inject_on DIR: arm the fault attribute in DIR (off: probability 0)
 inject_on() {
 	echo 0 > "$1"/times
@@ -58,10 +59,17 @@ inject_on() {
 	echo -1 > "$1"/times
 }
 inject_off() {
+	echo 1 > "$1"/interval
 	echo 0 > "$1"/probability
 	echo 0 > "$1"/times
 }
-pcts=(1 4 12)
+pcts=(100 12 4)
+ivals=(400 1 1)
+# level DIR ROUND: this round's share
+level() {
+	echo ${ivals[$2 % 3]} > "$1"/interval
+	echo ${pcts[$2 % 3]} > "$1"/probability
+}
 
 # handshake_rounds DIR ROUNDS: ROUNDS rounds of 4 handshakes written by a
 # marked task to the test module, served by a marked agent
@@ -69,7 +77,7 @@ handshake_rounds() {
 	local f=$1 rounds=$2 r start out el line
 	local bad_once=0 bad_time=0 okhs=0 failhs=0 refused=0
 	for r in $(seq "$rounds"); do
-		echo ${pcts[r % 3]} > "$f"/probability
+		level "$f" "$r"
 		start=$(date +%s)
 		if ! sh -c 'echo 1 > /proc/self/make-it-fail; echo "addr='$S' port=4433 name=server.test timeout=8000 count=4" > /proc/tlsh_test' 2> /dev/null; then
 			# the request itself could not be set up (ENOMEM to the writer)
@@ -100,7 +108,7 @@ handshake_rounds() {
 mount_rounds() {
 	local f=$1 rounds=$2 r start el mres="" bad_mt=0
 	for r in $(seq "$rounds"); do
-		echo ${pcts[r % 3]} > "$f"/probability
+		level "$f" "$r"
 		start=$(date +%s)
 		if sh -c 'echo 1 > /proc/self/make-it-fail; exec timeout 90 mount -t nfs -o vers=4.2,xprtsec=tls,retry=0,soft,timeo=50,retrans=2 '"$TLSH_SERVER_NAME:$TLSH_EXPORT $M" 2>/dev/null; then
 			mres="${mres}m"
