@@ -375,6 +375,7 @@ int hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 	char prio[TLSH_PRIORITIES_MAX + 64];
 	const char *errpos = NULL;
 	int ret, flags, status;
+	uint64_t t0, t1;
 
 	memset(hs, 0, sizeof(*hs));
 	if (p->type != TLSH_TYPE_CLIENTHELLO_X509 &&
@@ -456,9 +457,14 @@ int hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 		snprintf(err, errlen, "fcntl: %s", strerror(errno));
 		return EINVAL;
 	}
+	t0 = now_us();
 	status = drive_handshake(hs->session, fd, p, err, errlen);
-	if (!status)
+	t1 = now_us();
+	hs->handshake_us = t1 - t0;
+	if (!status) {
 		status = await_verdict(hs->session, fd, p, err, errlen);
+		hs->verdict_us = now_us() - t1;
+	}
 	if (fcntl(fd, F_SETFL, flags) < 0 && !status) {
 		snprintf(err, errlen, "fcntl: %s", strerror(errno));
 		status = EIO;

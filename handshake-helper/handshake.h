@@ -31,6 +31,9 @@ struct hs_session {
 	gnutls_typed_vdata_st vdata[2];
 	unsigned char vd_ip[16];
 	char vd_name[256];
+	/* where the time went (microseconds): the TLS handshake itself,
+	 * and the wait for the server's verdict on our certificate */
+	uint64_t handshake_us, verdict_us;
 };
 
 /* Load the trust store / CRL from cfg.  cfg must outlive all handshakes.

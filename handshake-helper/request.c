@@ -202,6 +202,7 @@ void request_serve(int fd, void *arg)
 	char err[512];
 	const char *who;
 	int status;
+	uint64_t t_start = now_us(), t_hs = 0, t_ktls = 0;
 
 	memset(&x509, 0, sizeof(x509));
 	memset(&psk, 0, sizeof(psk));
@@ -237,10 +238,13 @@ void request_serve(int fd, void *arg)
 		p.x509 = r.cert ? &x509 : NULL;
 		p.psk = r.type == TLSH_TYPE_CLIENTHELLO_PSK ? &psk : NULL;
 		p.timeout_ms = r.timeout_ms;
+		t_hs = now_us();
 		status = hs_run(&hs, fd, &p, err, sizeof(err));
 	}
-	if (!status)
+	if (!status) {
+		t_ktls = now_us();
 		status = ktls_install(fd, hs.session, err, sizeof(err));
+	}
 	if (status) {
 		log_err("handshake with %s (%s) failed: %s", r.peer, who, err);
 		report(fd, status);
@@ -251,6 +255,12 @@ void request_serve(int fd, void *arg)
 		log_info("handshake with %s (%s) done: %s%s", r.peer, who, desc,
 			 r.type == TLSH_TYPE_CLIENTHELLO_PSK ? ", PSK" :
 			 r.cert ? ", client certificate" : "");
+		/* where the time went, for "why is it slow" */
+		log_debug("%s (%s): request and keys %.1f ms, TLS handshake %.1f ms, verdict wait %.1f ms, kTLS %.1f ms",
+			  r.peer, who, (double)(t_hs - t_start) / 1000,
+			  (double)hs.handshake_us / 1000,
+			  (double)hs.verdict_us / 1000,
+			  (double)(now_us() - t_ktls) / 1000);
 	}
 	hs_session_free(&hs);
 	keyring_x509_free(&x509);

@@ -16,6 +16,7 @@ int parse_bool(const char *s);
 
 /* Monotonic clock in milliseconds. */
 uint64_t now_ms(void);
+uint64_t now_us(void);
 
 /* If s is an IPv4 or IPv6 literal, store the raw address (4 or 16 bytes)
  * and return 1; else 0. */

@@ -20,6 +20,7 @@ ROWS = [
     ("Handshake latency (one handshake, kernel consumer -> done())", None, None),
     ("hs.cold", "cold: agent spawned by request-key", "ms"),
     ("hs.warm", "warm: spawned agent already listening", "ms"),
+    ("hs.warm.certreq", "warm, the server asks for a client certificate (verdict wait)", "ms"),
     ("hs.warm.total", "warm, traced run: consumer's time_us", "ms"),
     ("hs.warm.wait", "... of which queued -> accepted by the agent", "ms"),
     ("hs.warm.agent", "... of which accepted -> done (the agent's work)", "ms"),

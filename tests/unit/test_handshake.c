@@ -506,11 +506,18 @@ static void x509_cases(void)
 	hp.type = TLSH_TYPE_CLIENTHELLO_X509;
 	hp.timeout_ms = 3000;
 	hp.peername = "server.test";
+	const char *group;
+
 	cfd = start(&sv, SRV_X509, "NORMAL");
 	r = hs_run(&hs, cfd, &hp, err, sizeof(err));
+	group = r == 0 ? gnutls_group_get_name(gnutls_group_get(hs.session)) : NULL;
 	hs_session_free(&hs);
 	finish(&sv, cfd);
 	CHECK(r == 0, "x509: trusted certificate for server.test%s%s", r ? ": " : "", r ? err : "");
+	/* the default priorities offer the fastest group first */
+	CHECK(group && strcmp(group, "X25519") == 0,
+	      "x509: the default priorities agree on X25519 with a NORMAL server (%s)",
+	      group ? group : "none");
 
 	hp.peername = "";
 	memcpy(hp.peer_ip, lo, 4);

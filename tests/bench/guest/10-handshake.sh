@@ -2,13 +2,20 @@
 # user-space floor, scaling in one namespace and across namespaces, the
 # helper's resident memory and the kernel memory of a queued handshake.
 S=$TLSH_SERVER_ADDR
+# gnutls-serv on 4433 asks for no client certificate, as the floor's
+# server; on 4435 it asks for one (optional): then the agent, after its
+# TLS 1.3 handshake, waits for the server's verdict on the certificate
+# (an alert, or its first post-handshake record) before it hands the
+# socket over, which the floor does not do
 HS="addr=$S port=4433 name=server.test data=none timeout=120000"
+HSCR="addr=$S port=4435 name=server.test data=none timeout=120000"
 # the scaling runs use hs-serv (threaded, backlog 1024): gnutls-serv's small
 # accept queue overflows with many connections at once (see hs-serv.c)
 HSS="addr=$S port=4443 name=server.test data=none timeout=120000"
 
 bench_setup || { echo "bench: cannot load the test consumer"; exit 1; }
-serve 4433 server
+serve 4433 server --disable-client-cert
+serve 4435 server
 ip netns exec S hs-serv 4443 $CERTS/server.pem $CERTS/server-key.pem > $TLSH_ARTIFACTS/hs-serv.log 2>&1 &
 hsserv=$!
 wait_for 10 sh -c "ip netns exec S ss -ltn | grep -q ':4443 '"
@@ -44,6 +51,9 @@ for i in $(seq "$BENCH_REPS"); do
 	# warm: the agent just spawned is listening
 	tt $HS
 	if tt_ok; then emit hs.warm "$(us_to_ms "$(tt_us)")"; else fails=$((fails + 1)); echo "warm: ${TT[*]}"; fi
+	# warm, a server that asks for a client certificate
+	tt $HSCR
+	if tt_ok; then emit hs.warm.certreq "$(us_to_ms "$(tt_us)")"; else fails=$((fails + 1)); echo "warm certreq: ${TT[*]}"; fi
 	# resident (in C2)
 	l=$(ip netns exec C2 $BW/tt-once.sh "$HS")
 	case "$l" in *" start=0 status=0 done=1 "*) emit hs.resident "$(us_to_ms "${l##*time_us=}")" ;;
