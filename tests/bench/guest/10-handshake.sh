@@ -40,8 +40,11 @@ wait_for 10 grep -q "serving network namespace" $TLSH_ARTIFACTS/resident.log
 ip netns exec C2 $BW/tt-once.sh "$HS" > /dev/null
 # the floor: one warm hs-floor process, a handshake per line it reads
 coproc FLOOR { hs-floor server.test 4433 server.test $CA 0; }
-echo go >&"${FLOOR[1]}"; read -r _ _ sess <&"${FLOOR[0]}"
+# (its first handshake pays the process's first-use costs, as a freshly
+# spawned agent's first one does: under TCG, translating the code anew)
+echo go >&"${FLOOR[1]}"; read -r t st sess <&"${FLOOR[0]}"
 info hs.floor.session "$sess"
+[ "$st" = status=ok ] && emit hs.floor.first "$(us_to_ms "${t#time_us=}")"
 fails=0
 for i in $(seq "$BENCH_REPS"); do
 	# cold: no agent, no key; request-key spawns tlsh-helper
@@ -106,6 +109,31 @@ awk '{ for (i = 1; i < NF; i++) if ($(i + 1) ~ /^tlsh_req_(queued|accepted|done)
 		printf "BENCH hs.warm.agent %.3f\n", (ts - a[sk]) * 1000
 		delete q[sk]; delete a[sk]
 	} }' $TRACE/trace
+# a cold handshake's phases: queued -> upcall started -> the spawned agent
+# bound its listener (request-key and tlsh-helper exec'd and started)
+# -> it accepted the request -> done
+note "cold handshake phases, $((BENCH_REPS / 2)) handshakes, AF_TLSH tracepoints"
+EV="tlsh_req_queued tlsh_upcall_start tlsh_agent_bound tlsh_req_accepted tlsh_req_done"
+for e in $EV; do echo 1 > $TRACE/events/tls/$e/enable; done
+for i in $(seq $((BENCH_REPS / 2))); do
+	kill_agents
+	echo > $TRACE/trace
+	echo 1 > $TRACE/tracing_on
+	tt $HS
+	echo 0 > $TRACE/tracing_on
+	tt_ok || continue
+	emit hs.cold.total "$(us_to_ms "$(tt_us)")"
+	awk '{ for (i = 1; i < NF; i++) if ($(i + 1) ~ /^tlsh_[a-z_]*:$/) break
+		if (i >= NF) next
+		ts = $i; sub(/:$/, "", ts); ev = $(i + 1); sub(/:$/, "", ev)
+		if (!(ev in t)) t[ev] = ts }
+		END { if (("tlsh_req_done" in t) && ("tlsh_agent_bound" in t)) {
+			printf "BENCH hs.cold.upcall %.3f\n", (t["tlsh_upcall_start"] - t["tlsh_req_queued"]) * 1000
+			printf "BENCH hs.cold.spawn %.3f\n", (t["tlsh_agent_bound"] - t["tlsh_upcall_start"]) * 1000
+			printf "BENCH hs.cold.accept %.3f\n", (t["tlsh_req_accepted"] - t["tlsh_agent_bound"]) * 1000
+			printf "BENCH hs.cold.agent %.3f\n", (t["tlsh_req_done"] - t["tlsh_req_accepted"]) * 1000 } }' $TRACE/trace
+done
+for e in $EV; do echo 0 > $TRACE/events/tls/$e/enable; done
 echo > $TRACE/trace
 # one handshake with data over kTLS, to show the path is the real one
 tt "addr=$S port=4433 name=server.test"
