@@ -332,10 +332,33 @@ static int drive_handshake(gnutls_session_t s, int fd, const struct hs_params *p
  * certificate fails the handshake here, with the server's reason, rather
  * than the connection's first RPC.  A NewSessionTicket, or silence, means
  * the certificate was accepted.
+ *
+ * A server that accepts and sends no ticket (we ask for none) sends
+ * nothing at all, so the whole wait is paid on every such handshake.  It
+ * is sized from the handshake just done: checking our certificate costs
+ * the server about what checking its certificate cost us, and the
+ * handshake's duration covers that plus a round trip.  Three times that
+ * (room for scheduling jitter), at least HS_VERDICT_MIN_MS and at most
+ * HS_VERDICT_MAX_MS.  A verdict that comes later still ends the
+ * connection: kernel TLS receives the alert and the transport reconnects.
  */
-#define HS_VERDICT_MS	750
+#define HS_VERDICT_MIN_MS	100
+#define HS_VERDICT_MAX_MS	750
 
-static int await_verdict(gnutls_session_t s, int fd,
+unsigned int hs_verdict_wait_ms(uint64_t handshake_ms, uint32_t left_ms)
+{
+	uint64_t w = 3 * handshake_ms;
+
+	if (w < HS_VERDICT_MIN_MS)
+		w = HS_VERDICT_MIN_MS;
+	if (w > HS_VERDICT_MAX_MS)
+		w = HS_VERDICT_MAX_MS;
+	if (w > left_ms)
+		w = left_ms;
+	return (unsigned int)w;
+}
+
+static int await_verdict(gnutls_session_t s, int fd, unsigned int wait_ms,
 			 const struct hs_params *p, char *err, size_t errlen)
 {
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
@@ -345,8 +368,7 @@ static int await_verdict(gnutls_session_t s, int fd,
 	if (gnutls_protocol_get_version(s) != GNUTLS_TLS1_3 ||
 	    !gnutls_certificate_client_get_request_status(s))
 		return 0;
-	if (poll(&pfd, 1, p->timeout_ms < HS_VERDICT_MS ?
-			  (int)p->timeout_ms : HS_VERDICT_MS) <= 0)
+	if (poll(&pfd, 1, (int)wait_ms) <= 0)
 		return 0;
 	n = gnutls_record_recv(s, &byte, sizeof(byte));
 	if (n == GNUTLS_E_AGAIN || n == GNUTLS_E_INTERRUPTED)
@@ -462,7 +484,10 @@ int hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 	t1 = now_us();
 	hs->handshake_us = t1 - t0;
 	if (!status) {
-		status = await_verdict(hs->session, fd, p, err, errlen);
+		status = await_verdict(hs->session, fd,
+				       hs_verdict_wait_ms(hs->handshake_us / 1000,
+							  p->timeout_ms),
+				       p, err, errlen);
 		hs->verdict_us = now_us() - t1;
 	}
 	if (fcntl(fd, F_SETFL, flags) < 0 && !status) {

@@ -4,6 +4,7 @@
 #define TLSH_HANDSHAKE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <gnutls/gnutls.h>
 
@@ -35,6 +36,11 @@ struct hs_session {
 	 * and the wait for the server's verdict on our certificate */
 	uint64_t handshake_us, verdict_us;
 };
+
+/* How long to wait for the server's verdict on our certificate after a
+ * TLS 1.3 handshake that took handshake_ms (see handshake.c); at most
+ * left_ms.  Returns milliseconds. */
+unsigned int hs_verdict_wait_ms(uint64_t handshake_ms, uint32_t left_ms);
 
 /* Load the trust store / CRL from cfg.  cfg must outlive all handshakes.
  * Returns 0 or -1 with a message in err. */

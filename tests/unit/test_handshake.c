@@ -567,6 +567,12 @@ int main(int argc, char **argv)
 	ktls_case("TLS1.2", "AES-128-CCM", 0, 1);
 	error_cases();
 	x509_cases();
+	/* the wait for a TLS 1.3 server's verdict on our certificate */
+	CHECK(hs_verdict_wait_ms(3, 15000) == 100 &&
+	      hs_verdict_wait_ms(100, 15000) == 300 &&
+	      hs_verdict_wait_ms(5000, 15000) == 750 &&
+	      hs_verdict_wait_ms(100, 120) == 120,
+	      "verdict wait: three times the handshake, within 100..750 ms and the time left");
 	hs_global_deinit();
 	return tap_done();
 }
