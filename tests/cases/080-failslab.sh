@@ -125,17 +125,27 @@ mount_rounds() {
 	check "$rounds xprtsec=tls mounts under ${f##*/} each end within 60 s" [ $bad_mt = 0 ]
 }
 
+# injections MARK: how many failures were injected since MARK
+injections() {
+	dmesg_since "$1" | grep -c 'FAULT_INJECTION: forcing a failure'
+}
+# inject_phase DIR HANDSHAKE-ROUNDS MOUNT-ROUNDS: handshakes, then mounts,
+# with DIR's injection on; the handshakes must have been injected into
+inject_phase() {
+	local f=$1 name=${1##*/}
+	inject_on "$f"
+	kmark "$name"
+	handshake_rounds "$f" "$2"
+	check "$name injected failures into the handshake path ($(injections "$name"))" \
+		[ "$(injections "$name")" -gt 0 ]
+	mount_rounds "$f" "$3"
+	inject_off "$f"
+	echo "# $name: $(injections "$name") failures injected in all"
+}
+
 M=/mnt/fs
 # --- failslab: handshakes, mounts -----------------------------------------
-inject_on $F
-kmark failslab
-handshake_rounds $F 25
-injected=$(dmesg_since failslab | grep -c 'FAULT_INJECTION: forcing a failure')
-check "failslab injected failures into the handshake path ($injected)" [ "$injected" -gt 0 ]
-mount_rounds $F 12
-inject_off $F
-injected2=$(dmesg_since failslab | grep -c 'FAULT_INJECTION: forcing a failure')
-echo "# failslab: $injected2 failures injected in all"
+inject_phase $F 25 12
 
 # --- fail_page_alloc: the page allocations of the same tasks, order 0 up
 # (socket buffers, kTLS and TCP pages, page tables, kernel stacks of the
@@ -147,15 +157,7 @@ P=/debug/fail_page_alloc
 if [ -d $P ]; then
 	echo 0 > $P/min-order
 	echo Y > $P/ignore-gfp-highmem
-	inject_on $P
-	kmark failpage
-	handshake_rounds $P 12
-	injected=$(dmesg_since failpage | grep -c 'FAULT_INJECTION: forcing a failure')
-	check "fail_page_alloc injected failures into the handshake path ($injected)" [ "$injected" -gt 0 ]
-	mount_rounds $P 6
-	inject_off $P
-	injected2=$(dmesg_since failpage | grep -c 'FAULT_INJECTION: forcing a failure')
-	echo "# fail_page_alloc: $injected2 failures injected in all"
+	inject_phase $P 12 6
 else
 	not_ok "fail_page_alloc: no $P (tlsh.config has FAIL_PAGE_ALLOC)"
 fi
@@ -173,8 +175,7 @@ echo 1 > $F/probability
 echo -1 > $F/times
 echo "create tlsh * * /usr/local/bin/tlsh-helper-failing -k %k" > "$rule"
 out=$(ip netns exec FS sh -c 'echo "addr='$S' port=4433 name=server.test timeout=8000 count=8" > /proc/tlsh_test; cat /proc/tlsh_test')
-echo 0 > $F/probability
-echo 0 > $F/times
+inject_off $F
 cp /tmp/tlsh.conf.saved "$rule"
 check "handshakes in namespace FS under injection: none lost" [ "$(grep -c ' done=1 \| start=-' <<< "$out")" = 8 ]
 pkill -x tlsh-helper

@@ -83,38 +83,47 @@ done
 # wakes up), then the agent works (accepted -> done: six getsockopt()s,
 # the GnuTLS handshake, kTLS installation, the done message); the rest of
 # the consumer's time_us is the TCP connect before the request is queued
+# trace_events 0|1 EVENT...: disable or enable these tls tracepoints
+trace_events() {
+	local on=$1 e
+	shift
+	for e in "$@"; do echo "$on" > $TRACE/events/tls/$e/enable; done
+}
+# tlsh_trace: the tls events of the trace buffer, one "TIMESTAMP EVENT
+# FIRST-FIELD" line each, from the tracer's "task-pid [cpu] flags
+# TIMESTAMP: event: sk=0x... ..." (timestamps in seconds)
+tlsh_trace() {
+	awk '{ for (i = 1; i < NF; i++) if ($(i + 1) ~ /^tlsh_[a-z_]*:$/) break
+		if (i >= NF) next
+		ts = $i; ev = $(i + 1); sub(/:$/, "", ts); sub(/:$/, "", ev)
+		print ts, ev, $(i + 2) }' $TRACE/trace
+}
+
 note "warm handshake phases, $BENCH_REPS handshakes, AF_TLSH tracepoints"
+EV="tlsh_req_queued tlsh_req_accepted tlsh_req_done"
 tt $HS > /dev/null
 echo > $TRACE/trace
-for e in tlsh_req_queued tlsh_req_accepted tlsh_req_done; do
-	echo 1 > $TRACE/events/tls/$e/enable
-done
+trace_events 1 $EV
 echo 1 > $TRACE/tracing_on
 for i in $(seq "$BENCH_REPS"); do
 	tt $HS
 	tt_ok && emit hs.warm.total "$(us_to_ms "$(tt_us)")"
 done
 echo 0 > $TRACE/tracing_on
-for e in tlsh_req_queued tlsh_req_accepted tlsh_req_done; do
-	echo 0 > $TRACE/events/tls/$e/enable
-done
-# lines: "task-pid [cpu] flags TIMESTAMP: event: sk=0x... ..."
-awk '{ for (i = 1; i < NF; i++) if ($(i + 1) ~ /^tlsh_req_(queued|accepted|done):$/) break
-	if (i >= NF) next
-	ts = $i; sub(/:$/, "", ts); ev = $(i + 1); sk = $(i + 2)
-	if (ev == "tlsh_req_queued:") q[sk] = ts
-	else if (ev == "tlsh_req_accepted:") a[sk] = ts
-	else if (sk in q && sk in a) {
-		printf "BENCH hs.warm.wait %.3f\n", (a[sk] - q[sk]) * 1000
-		printf "BENCH hs.warm.agent %.3f\n", (ts - a[sk]) * 1000
-		delete q[sk]; delete a[sk]
-	} }' $TRACE/trace
+trace_events 0 $EV
+# per request (its sk): queued -> accepted -> done
+tlsh_trace | awk '$2 == "tlsh_req_queued" { q[$3] = $1 }
+	$2 == "tlsh_req_accepted" { a[$3] = $1 }
+	$2 == "tlsh_req_done" && ($3 in q) && ($3 in a) {
+		printf "BENCH hs.warm.wait %.3f\n", (a[$3] - q[$3]) * 1000
+		printf "BENCH hs.warm.agent %.3f\n", ($1 - a[$3]) * 1000
+		delete q[$3]; delete a[$3] }'
 # a cold handshake's phases: queued -> upcall started -> the spawned agent
 # bound its listener (request-key and tlsh-helper exec'd and started)
 # -> it accepted the request -> done
 note "cold handshake phases, $((BENCH_REPS / 2)) handshakes, AF_TLSH tracepoints"
 EV="tlsh_req_queued tlsh_upcall_start tlsh_agent_bound tlsh_req_accepted tlsh_req_done"
-for e in $EV; do echo 1 > $TRACE/events/tls/$e/enable; done
+trace_events 1 $EV
 for i in $(seq $((BENCH_REPS / 2))); do
 	kill_agents
 	echo > $TRACE/trace
@@ -123,17 +132,15 @@ for i in $(seq $((BENCH_REPS / 2))); do
 	echo 0 > $TRACE/tracing_on
 	tt_ok || continue
 	emit hs.cold.total "$(us_to_ms "$(tt_us)")"
-	awk '{ for (i = 1; i < NF; i++) if ($(i + 1) ~ /^tlsh_[a-z_]*:$/) break
-		if (i >= NF) next
-		ts = $i; sub(/:$/, "", ts); ev = $(i + 1); sub(/:$/, "", ev)
-		if (!(ev in t)) t[ev] = ts }
+	# one request in the buffer: the first time of each event
+	tlsh_trace | awk '!($2 in t) { t[$2] = $1 }
 		END { if (("tlsh_req_done" in t) && ("tlsh_agent_bound" in t)) {
 			printf "BENCH hs.cold.upcall %.3f\n", (t["tlsh_upcall_start"] - t["tlsh_req_queued"]) * 1000
 			printf "BENCH hs.cold.spawn %.3f\n", (t["tlsh_agent_bound"] - t["tlsh_upcall_start"]) * 1000
 			printf "BENCH hs.cold.accept %.3f\n", (t["tlsh_req_accepted"] - t["tlsh_agent_bound"]) * 1000
-			printf "BENCH hs.cold.agent %.3f\n", (t["tlsh_req_done"] - t["tlsh_req_accepted"]) * 1000 } }' $TRACE/trace
+			printf "BENCH hs.cold.agent %.3f\n", (t["tlsh_req_done"] - t["tlsh_req_accepted"]) * 1000 } }'
 done
-for e in $EV; do echo 0 > $TRACE/events/tls/$e/enable; done
+trace_events 0 $EV
 echo > $TRACE/trace
 # one handshake with data over kTLS, to show the path is the real one
 tt "addr=$S port=4433 name=server.test"
