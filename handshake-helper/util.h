@@ -14,7 +14,7 @@ int parse_uint(const char *s, unsigned long max, unsigned long *out);
 /* "yes"/"no" and friends; returns 0 or 1, or -1. */
 int parse_bool(const char *s);
 
-/* Monotonic clock in milliseconds. */
+/* Monotonic clock in milliseconds, and in microseconds. */
 uint64_t now_ms(void);
 uint64_t now_us(void);
 
