@@ -25,6 +25,8 @@ obj=$B/kbuild${flavor:+-$flavor}
 stage=$B/stage
 jobs=${JOBS:-$(nproc)}
 
+. "$top/tests/kbuild-lib.sh"
+
 log() { echo "kernel: $*"; }
 die() { echo "kernel: error: $*" >&2; exit 1; }
 
@@ -115,33 +117,13 @@ have=$(cat "$obj/.tlsh-config" 2>/dev/null || true)
 kconfigs=$(cd "$src" && find . -name 'Kconfig*' -newer "$obj/.config" 2>/dev/null | head -1 || true)
 if [ "$want" != "$have" ] || [ ! -f "$obj/.config" ] || [ -n "$kconfigs" ]; then
 	log "configuring ($(basename -a "${frags[@]}" | tr '\n' ' '))"
-	make -s -C "$src" O="$obj" allnoconfig >/dev/null
-	"$src/scripts/kconfig/merge_config.sh" -m -O "$obj" "$obj/.config" "${frags[@]}" >/dev/null
-	make -s -C "$src" O="$obj" olddefconfig >/dev/null
-	bad=0
-	while IFS= read -r line; do
-		k=${line%%=*}; v=${line#*=}
-		got=$(sed -n "s/^$k=//p" "$obj/.config")
-		if [ "$v" = n ]; then
-			[ -z "$got" ] && continue
-		elif [ "$got" = "$v" ]; then
-			continue
-		fi
-		echo "kernel: config: $k=$v requested, got '${got:-not set}'" >&2
-		bad=1
-	done < <(cat "${frags[@]}" | grep -E '^CONFIG_[A-Za-z0-9_]+=' |
-		# a later fragment overrides an earlier one: check the last value
-		awk -F= '!($1 in v) { k[n++] = $1 } { v[$1] = $0 } END { for (i = 0; i < n; i++) print v[k[i]] }')
-	[ $bad -eq 0 ] || die "the config fragment did not take effect (see above)"
+	kconfig_apply "$src" "$obj" kernel "${frags[@]}" || die "the config fragment did not take effect (see above)"
 	echo "$want" > "$obj/.tlsh-config"
 fi
 
 # 5. build
-cc=gcc
-if command -v ccache >/dev/null && [ "${TLSH_CCACHE:-1}" = 1 ]; then
-	cc="ccache gcc"
-	export CCACHE_BASEDIR=$B CCACHE_NOHASHDIR=1
-fi
+kbuild_cc "$B"
+cc=$KBUILD_CC
 log "building bzImage with $jobs jobs"
 start=$(date +%s)
 make -s -C "$src" O="$obj" CC="$cc" -j"$jobs" bzImage modules

@@ -15,59 +15,9 @@ out=$B/initramfs.cpio
 
 die() { echo "initramfs: error: $*" >&2; exit 1; }
 
-rm -rf "$root"
-mkdir -p "$root"/{usr/bin,usr/sbin,usr/lib,usr/lib64,etc,proc,sys,dev,tmp,run,root,srv,var/lib/nfs,mnt}
-ln -s usr/bin "$root/bin"
-ln -s usr/sbin "$root/sbin"
-ln -s usr/lib "$root/lib"
-ln -s usr/lib64 "$root/lib64"
-
-# copy_file PATH: copy PATH (following symlinks, keeping the link names) to
-# the same place in the initramfs.
-copy_file() {
-	local f=$1 dst
-	[ -e "$f" ] || die "$f missing"
-	case "$f" in
-	/usr/* | /etc/*) dst=$root$f ;;
-	*) dst=$root/usr$f ;;	# merged /usr: /lib, /bin, /sbin live there
-	esac
-	[ -e "$dst" ] && return 0
-	mkdir -p "$(dirname "$dst")"
-	if [ -L "$f" ]; then
-		local t
-		t=$(readlink -f "$f")
-		copy_file "$t"
-		ln -sf "$(readlink -f "$t")" "$dst" 2>/dev/null || true
-		[ -e "$dst" ] || cp -L "$f" "$dst"
-	else
-		cp -a "$f" "$dst"
-	fi
-}
-
-declare -A libs_done
-copy_libs() {
-	local l
-	for l in $(ldd "$1" 2>/dev/null | grep -o '/[^ ]*' | sort -u); do
-		[ -n "${libs_done[$l]:-}" ] && continue
-		libs_done[$l]=1
-		copy_file "$l"
-	done
-}
-
-# copy_prog NAME-OR-PATH: a program and its libraries
-copy_prog() {
-	local p
-	p=$(PATH=/usr/sbin:/usr/bin:/sbin:/bin command -v "$1") || die "program $1 not installed (run: make deps)"
-	p=$(readlink -f "$p")
-	copy_file "$p"
-	# keep the name it is called by (e.g. /sbin/mount.nfs4 -> mount.nfs)
-	local name
-	name=$(basename "$1")
-	if [ "$(basename "$p")" != "$name" ]; then
-		ln -sf "$(basename "$p")" "$root/usr/$(basename "$(dirname "$p")")/$name"
-	fi
-	copy_libs "$p"
-}
+. "$top/tests/rootfs-lib.sh"
+rootfs_skeleton
+mkdir -p "$root/srv"
 
 PROGS=(
 	bash mount umount mount.nfs mount.nfs4 umount.nfs umount.nfs4 exportfs
@@ -82,13 +32,7 @@ done
 # glibc dlopens libgcc_s for pthread_exit/pthread_cancel (stunnel4)
 copy_file "$(ldconfig -p | awk '/libgcc_s\.so\.1 .*x86-64/ {print $NF; exit}')"
 
-# busybox for everything else; real programs above win over its applets,
-# and /bin/sh is bash, which looks programs up in PATH.
-cp /bin/busybox "$root/usr/bin/busybox"
-for a in $(/bin/busybox --list); do
-	[ -e "$root/usr/bin/$a" ] || [ -e "$root/usr/sbin/$a" ] || ln -s busybox "$root/usr/bin/$a"
-done
-ln -sf bash "$root/usr/bin/sh"
+rootfs_busybox
 
 # configuration
 cat > "$root/etc/passwd" <<'P'
@@ -113,27 +57,13 @@ cat > "$root/etc/hosts" <<'H'
 192.0.2.11	c1.test
 192.0.2.12	c2.test
 H
-echo "hosts: files" > "$root/etc/nsswitch.conf"
-echo "passwd: files" >> "$root/etc/nsswitch.conf"
-echo "group: files" >> "$root/etc/nsswitch.conf"
-cp /etc/netconfig "$root/etc/netconfig"
-for f in protocols services rpc; do cp /etc/$f "$root/etc/$f"; done
+rootfs_nfs_etc
 cp /etc/request-key.conf "$root/etc/request-key.conf"
 mkdir -p "$root/etc/request-key.d"
 cp "$top"/request-key.d/*.conf "$root/etc/request-key.d/" 2>/dev/null || true
 echo "/srv/export *(rw,sync,no_subtree_check,no_root_squash,insecure,fsid=1)" > "$root/etc/exports"
-mkdir -p "$root/etc/exports.d"
-: > "$root/etc/nfs.conf"
-echo "/dev/root / rootfs rw 0 0" > "$root/etc/fstab"
 
 # the project's programs (those that are built)
-opt_prog() {
-	if [ -x "$1" ]; then
-		mkdir -p "$root$2"
-		cp "$1" "$root$2/"
-		copy_libs "$1"
-	fi
-}
 opt_prog "$top/handshake-helper/tlsh-helper" /usr/sbin
 # the same helper with fault injection (handshake-helper/fault.h), for 025
 opt_prog "$top/handshake-helper/tlsh-helper-testing" /usr/sbin
@@ -164,6 +94,5 @@ cp "$top"/tests/guest/* "$root/tlsh/guest/"
 cp "$top/tests/guest/init" "$root/init"
 chmod +x "$root/init"
 
-(cd "$root" && find . -print0 | cpio --null -o -H newc -R 0:0 --quiet) > "$out.tmp"
-mv "$out.tmp" "$out"
+rootfs_cpio "$out"
 echo "initramfs: $out ($(du -h "$out" | cut -f1))"
