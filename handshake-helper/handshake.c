@@ -19,6 +19,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -27,6 +29,9 @@
 #define PSK_KX ":+ECDHE-PSK:+DHE-PSK:+PSK"
 
 static gnutls_certificate_credentials_t hs_xcred;
+static const gnutls_datum_t hs_alpn = {
+	(unsigned char *)"sunrpc", sizeof("sunrpc") - 1
+};
 static const struct config *hs_cfg;
 
 static int retrieve_cert(gnutls_session_t s, const gnutls_datum_t *req_ca_dn,
@@ -53,6 +58,46 @@ static int retrieve_cert(gnutls_session_t s, const gnutls_datum_t *req_ca_dn,
 	return 0;
 }
 
+/*
+ * RFC 9289, Section 5.2.1: an RPC-with-TLS server certificate may carry
+ * the id-kp-rpcTLSServer extended key usage instead of (or besides)
+ * id-kp-serverAuth; either makes it a TLS server certificate for us.
+ */
+#define TLSH_KP_RPC_TLS_SERVER	"1.3.6.1.5.5.7.3.34"
+
+/*
+ * Verify the server's chain, name and purpose during the handshake, so
+ * that a rejected server fails it before our Finished, with the reason
+ * kept for classify().  The chain must verify for serverAuth, or else for
+ * rpcTLSServer: GnuTLS checks one purpose per verification.
+ */
+static int verify_server(gnutls_session_t s)
+{
+	struct hs_session *hs = gnutls_session_get_ptr(s);
+	gnutls_typed_vdata_st *purpose;
+	unsigned status = 0;
+	int ret;
+
+	if (!hs || !hs->nvdata)
+		return 0;		/* encryption only, or PSK */
+	purpose = &hs->vdata[hs->nvdata - 1];
+	purpose->data = (unsigned char *)GNUTLS_KP_TLS_WWW_SERVER;
+	ret = gnutls_certificate_verify_peers(s, hs->vdata, hs->nvdata,
+					      &status);
+	if (ret == 0 && (status & GNUTLS_CERT_PURPOSE_MISMATCH)) {
+		unsigned alt = 0;
+
+		purpose->data = (unsigned char *)TLSH_KP_RPC_TLS_SERVER;
+		ret = gnutls_certificate_verify_peers(s, hs->vdata, hs->nvdata,
+						      &alt);
+		if (ret == 0 && !(alt & GNUTLS_CERT_PURPOSE_MISMATCH))
+			status = alt;
+	}
+	hs->verify_error = ret;
+	hs->verify_status = ret < 0 ? GNUTLS_CERT_INVALID : status;
+	return hs->verify_status ? -1 : 0;
+}
+
 int hs_global_init(const struct config *cfg, char *err, size_t errlen)
 {
 	int ret;
@@ -70,6 +115,7 @@ int hs_global_init(const struct config *cfg, char *err, size_t errlen)
 		return -1;
 	}
 	gnutls_certificate_set_retrieve_function2(hs_xcred, retrieve_cert);
+	gnutls_certificate_set_verify_function(hs_xcred, verify_server);
 	if (cfg->encryption_only) {
 		log_warn("encryption-only = yes: server certificates are NOT verified");
 		return 0;
@@ -224,7 +270,7 @@ static void set_verification(struct hs_session *hs, const struct hs_params *p)
 	vd[n].data = (unsigned char *)GNUTLS_KP_TLS_WWW_SERVER;
 	vd[n].size = 0;
 	n++;
-	gnutls_session_set_verify_cert2(hs->session, vd, n, 0);
+	hs->nvdata = n;		/* verify_server() uses them */
 }
 
 static const char *verify_subject(const struct hs_params *p, char *buf,
@@ -240,21 +286,31 @@ static const char *verify_subject(const struct hs_params *p, char *buf,
 	return "peer";
 }
 
-static int classify(gnutls_session_t s, const struct hs_params *p, int ret,
-		    char *err, size_t errlen)
+static int classify(const struct hs_session *hs, const struct hs_params *p,
+		    int ret, char *err, size_t errlen)
 {
-	char why[256], addr[64];
+	gnutls_session_t s = hs->session;
+	char addr[64];
 	gnutls_alert_description_t a;
 	const char *an;
 
 	switch (ret) {
 	case GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR:
-		verify_reasons(gnutls_session_get_verify_cert_status(s), why,
-			       sizeof(why));
-		snprintf(err, errlen, "certificate for %s not trusted: %s",
-			 verify_subject(p, addr, sizeof(addr)), why);
-		return EKEYREJECTED;
 	case GNUTLS_E_CERTIFICATE_ERROR:
+		if (hs->verify_status) {
+			char why[256];
+
+			if (hs->verify_error < 0)
+				snprintf(why, sizeof(why), "%s",
+					 gnutls_strerror(hs->verify_error));
+			else
+				verify_reasons(hs->verify_status, why,
+					       sizeof(why));
+			snprintf(err, errlen, "certificate for %s not trusted: %s",
+				 verify_subject(p, addr, sizeof(addr)), why);
+			return EKEYREJECTED;
+		}
+		/* fall through */
 	case GNUTLS_E_NO_CERTIFICATE_FOUND:
 	case GNUTLS_E_CERTIFICATE_REQUIRED:
 		snprintf(err, errlen, "certificate for %s not trusted: %s",
@@ -287,9 +343,74 @@ static int classify(gnutls_session_t s, const struct hs_params *p, int ret,
 	}
 }
 
-static int drive_handshake(gnutls_session_t s, int fd, const struct hs_params *p,
-			   char *err, size_t errlen)
+/*
+ * Discard what the server already sent (the rest of its flight): a socket
+ * closed with unread data ends in a TCP reset, which can overtake our alert
+ * and leave the server with "connection reset" instead of the reason.
+ */
+static void drain(gnutls_session_t s)
 {
+	int fd = gnutls_transport_get_int(s);
+	char buf[4096];
+
+	for (int i = 0; i < 16; i++)
+		if (recv(fd, buf, sizeof(buf), MSG_DONTWAIT) <= 0)
+			return;
+}
+
+/*
+ * The TLS alert that tells the server why we end the handshake: it is what
+ * its operator gets to see.  For a server we do not trust, the reason
+ * verify_server() found; for other errors, GnuTLS's choice.  Nothing is
+ * sent for a timeout, a closed connection or the server's own alert.
+ */
+static void send_alert(const struct hs_session *hs, int ret)
+{
+	static const struct {
+		unsigned bit;
+		gnutls_alert_description_t alert;
+	} by_status[] = {
+		{ GNUTLS_CERT_REVOKED, GNUTLS_A_CERTIFICATE_REVOKED },
+		{ GNUTLS_CERT_EXPIRED, GNUTLS_A_CERTIFICATE_EXPIRED },
+		{ GNUTLS_CERT_NOT_ACTIVATED, GNUTLS_A_BAD_CERTIFICATE },
+		{ GNUTLS_CERT_SIGNER_NOT_FOUND, GNUTLS_A_UNKNOWN_CA },
+		{ GNUTLS_CERT_SIGNER_NOT_CA, GNUTLS_A_UNKNOWN_CA },
+		{ GNUTLS_CERT_PURPOSE_MISMATCH, GNUTLS_A_UNSUPPORTED_CERTIFICATE },
+	};
+	gnutls_alert_description_t a = GNUTLS_A_BAD_CERTIFICATE;
+
+	switch (ret) {
+	case GNUTLS_E_TIMEDOUT:
+	case GNUTLS_E_FATAL_ALERT_RECEIVED:
+	case GNUTLS_E_PREMATURE_TERMINATION:
+	case GNUTLS_E_UNEXPECTED_PACKET_LENGTH:
+	case GNUTLS_E_PUSH_ERROR:
+	case GNUTLS_E_PULL_ERROR:
+		return;
+	case GNUTLS_E_CERTIFICATE_ERROR:
+	case GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR:
+		if (!hs->verify_status)
+			break;
+		for (size_t i = 0; i < sizeof(by_status) / sizeof(by_status[0]); i++)
+			if (hs->verify_status & by_status[i].bit) {
+				a = by_status[i].alert;
+				break;
+			}
+		/* a failed send changes nothing: the handshake has failed */
+		(void)gnutls_alert_send(hs->session, GNUTLS_AL_FATAL, a);
+		drain(hs->session);
+		return;
+	default:
+		break;
+	}
+	(void)gnutls_alert_send_appropriate(hs->session, ret);
+	drain(hs->session);
+}
+
+static int drive_handshake(struct hs_session *hs, int fd,
+			   const struct hs_params *p, char *err, size_t errlen)
+{
+	gnutls_session_t s = hs->session;
 	uint64_t deadline = now_ms() + p->timeout_ms;
 
 	for (;;) {
@@ -306,17 +427,18 @@ static int drive_handshake(gnutls_session_t s, int fd, const struct hs_params *p
 					  gnutls_strerror(ret));
 				continue;
 			}
-			return classify(s, p, ret, err, errlen);
+			send_alert(hs, ret);
+			return classify(hs, p, ret, err, errlen);
 		}
 		now = now_ms();
 		if (now >= deadline)
-			return classify(s, p, GNUTLS_E_TIMEDOUT, err, errlen);
+			return classify(hs, p, GNUTLS_E_TIMEDOUT, err, errlen);
 		pfd.fd = fd;
 		pfd.events = gnutls_record_get_direction(s) ? POLLOUT : POLLIN;
 		pfd.revents = 0;
 		pr = poll(&pfd, 1, (int)(deadline - now));
 		if (pr == 0)
-			return classify(s, p, GNUTLS_E_TIMEDOUT, err, errlen);
+			return classify(hs, p, GNUTLS_E_TIMEDOUT, err, errlen);
 		if (pr < 0 && errno != EINTR) {
 			snprintf(err, errlen, "poll: %s", strerror(errno));
 			return EPROTO;
@@ -358,18 +480,64 @@ unsigned int hs_verdict_wait_ms(uint64_t handshake_ms, uint32_t left_ms)
 	return (unsigned int)w;
 }
 
-static int await_verdict(gnutls_session_t s, int fd, unsigned int wait_ms,
+/*
+ * Wait (at most until deadline, in now_ms() time) until the socket holds a
+ * whole TLS record, or the connection ended.  GnuTLS must never be handed
+ * part of a record: it would keep that part, and kTLS, installed next,
+ * would start in the middle of a record and fail the connection.  Returns
+ * 1 when gnutls_record_recv() may read, 0 when the time ran out first.
+ */
+static int whole_record_ready(int fd, uint64_t deadline)
+{
+	int one = 1;
+
+	for (;;) {
+		unsigned char hdr[5];
+		int avail = 0, need, pr;
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		uint64_t now;
+		ssize_t n;
+
+		n = recv(fd, hdr, sizeof(hdr), MSG_PEEK | MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			return 1;	/* closed or failed: GnuTLS says how */
+		need = n == (ssize_t)sizeof(hdr) ?
+			(int)sizeof(hdr) + (hdr[3] << 8 | hdr[4]) :
+			(int)sizeof(hdr);
+		if (ioctl(fd, FIONREAD, &avail) < 0 || avail >= need)
+			return 1;
+		now = now_ms();
+		if (now >= deadline)
+			return 0;
+		/* poll() reports readable at once while any byte is queued:
+		 * have it wait for the rest of the record instead */
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &need, sizeof(need));
+		pr = poll(&pfd, 1, (int)(deadline - now));
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof(one));
+		if (pr == 0)
+			return 0;
+		if (pr < 0 && errno != EINTR)
+			return 1;
+	}
+}
+
+static int await_verdict(struct hs_session *hs, int fd, unsigned int wait_ms,
 			 const struct hs_params *p, char *err, size_t errlen)
 {
+	gnutls_session_t s = hs->session;
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
 	unsigned char byte;
 	ssize_t n;
 
+	/* a verdict comes only on a certificate we sent */
 	if (gnutls_protocol_get_version(s) != GNUTLS_TLS1_3 ||
-	    !gnutls_certificate_client_get_request_status(s))
+	    !gnutls_certificate_client_get_request_status(s) ||
+	    !hs->x509 || !hs->x509->npcerts)
 		return 0;
 	if (poll(&pfd, 1, (int)wait_ms) <= 0)
 		return 0;
+	if (!whole_record_ready(fd, now_ms() + wait_ms))
+		return 0;	/* kTLS will read the record */
 	n = gnutls_record_recv(s, &byte, sizeof(byte));
 	if (n == GNUTLS_E_AGAIN || n == GNUTLS_E_INTERRUPTED)
 		return 0;	/* a ticket, processed */
@@ -388,7 +556,33 @@ static int await_verdict(gnutls_session_t s, int fd, unsigned int wait_ms,
 			 "peer reset the connection right after the handshake (client certificate not accepted?)");
 		return EACCES;
 	}
-	return classify(s, p, (int)n, err, errlen);
+	return classify(hs, p, (int)n, err, errlen);
+}
+
+/* The PSK, handed to GnuTLS per handshake: GnuTLS wipes this copy when it
+ * is done with it, which it does not do for the copy that
+ * gnutls_psk_set_client_credentials() keeps in the credentials.
+ */
+static int psk_callback(gnutls_session_t s, char **username,
+			gnutls_datum_t *key)
+{
+	const struct hs_session *hs = gnutls_session_get_ptr(s);
+	const struct tlsh_psk *psk = hs ? hs->psk : NULL;
+
+	if (!psk || !psk->keylen)
+		return -1;
+	*username = gnutls_strdup(psk->identity);
+	key->data = gnutls_malloc(psk->keylen);
+	if (!*username || !key->data) {
+		gnutls_free(*username);
+		gnutls_free(key->data);
+		*username = NULL;
+		key->data = NULL;
+		return -1;
+	}
+	memcpy(key->data, psk->key, psk->keylen);
+	key->size = (unsigned)psk->keylen;
+	return 0;
 }
 
 int hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
@@ -436,17 +630,14 @@ int hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 	}
 
 	if (p->type == TLSH_TYPE_CLIENTHELLO_PSK) {
-		gnutls_datum_t key = { (unsigned char *)p->psk->key,
-				       (unsigned)p->psk->keylen };
-
+		hs->psk = p->psk;
 		ret = gnutls_psk_allocate_client_credentials(&hs->pskcred);
-		if (ret == 0)
-			ret = gnutls_psk_set_client_credentials(hs->pskcred,
-					p->psk->identity, &key,
-					GNUTLS_PSK_KEY_RAW);
-		if (ret == 0)
+		if (ret == 0) {
+			gnutls_psk_set_client_credentials_function(hs->pskcred,
+								   psk_callback);
 			ret = gnutls_credentials_set(hs->session, GNUTLS_CRD_PSK,
 						     hs->pskcred);
+		}
 	} else {
 		hs->x509 = p->x509;
 		ret = gnutls_credentials_set(hs->session, GNUTLS_CRD_CERTIFICATE,
@@ -471,6 +662,13 @@ int hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 		log_info("encryption-only: not verifying the certificate of %s",
 			 p->peername && *p->peername ? p->peername : "the peer");
 
+	/* RFC 9289, Section 5.1: offer ALPN "sunrpc"; a server that does
+	 * not answer with it (tlshd and FreeBSD do not yet) is accepted */
+	ret = gnutls_alpn_set_protocols(hs->session, &hs_alpn, 1, 0);
+	if (ret < 0) {
+		snprintf(err, errlen, "ALPN: %s", gnutls_strerror(ret));
+		return EINVAL;
+	}
 	gnutls_transport_set_int(hs->session, fd);
 	gnutls_handshake_set_timeout(hs->session, p->timeout_ms);
 
@@ -480,11 +678,11 @@ int hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 		return EINVAL;
 	}
 	t0 = now_us();
-	status = drive_handshake(hs->session, fd, p, err, errlen);
+	status = drive_handshake(hs, fd, p, err, errlen);
 	t1 = now_us();
 	hs->handshake_us = t1 - t0;
 	if (!status) {
-		status = await_verdict(hs->session, fd,
+		status = await_verdict(hs, fd,
 				       hs_verdict_wait_ms(hs->handshake_us / 1000,
 							  p->timeout_ms),
 				       p, err, errlen);

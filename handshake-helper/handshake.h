@@ -28,10 +28,17 @@ struct hs_session {
 	gnutls_session_t session;
 	gnutls_psk_client_credentials_t pskcred;
 	const struct tlsh_x509 *x509;
-	/* GnuTLS keeps pointers to the verification data: it lives here. */
+	const struct tlsh_psk *psk;
+	/* What the server certificate is verified against (verify_server()):
+	 * its name or address, then the key purpose; nvdata 0 = not verified */
 	gnutls_typed_vdata_st vdata[2];
+	unsigned nvdata;
 	unsigned char vd_ip[16];
 	char vd_name[256];
+	/* the verification's result (GNUTLS_CERT_* bits), and the GnuTLS
+	 * error if it could not run at all */
+	unsigned verify_status;
+	int verify_error;
 	/* where the time went (microseconds): the TLS handshake itself,
 	 * and the wait for the server's verdict on our certificate */
 	uint64_t handshake_us, verdict_us;

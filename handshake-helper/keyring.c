@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <keyutils.h>
 #include <gnutls/x509.h>
@@ -25,15 +26,54 @@ void keyring_free_payload(unsigned char *buf, size_t len)
 	if (!buf)
 		return;
 	explicit_bzero(buf, len);
+	(void)munlock(buf, len);
 	free(buf);
+}
+
+/*
+ * Read a key's payload into memory of our own, locked (where the limit
+ * allows) so it is not written to swap, and wiped before it is freed.
+ * keyctl_read_alloc() is not used: it frees the buffer of an attempt that
+ * came up short (the key grew) without wiping it.
+ */
+static int read_payload(int32_t serial, unsigned char **buf, size_t *len)
+{
+	for (int tries = 0; tries < 4; tries++) {
+		long want = keyctl_read(serial, NULL, 0);
+		unsigned char *b;
+		long n;
+
+		if (want < 0)
+			return errno;
+		if (want == 0 || want > TLSH_PAYLOAD_MAX) {
+			*buf = NULL;
+			*len = (size_t)want;
+			return 0;
+		}
+		b = malloc((size_t)want);
+		if (!b)
+			return ENOMEM;
+		(void)mlock(b, (size_t)want);	/* best effort */
+		n = keyctl_read(serial, (char *)b, (size_t)want);
+		if (n >= 0 && n <= want) {
+			*buf = b;
+			*len = (size_t)n;
+			return 0;
+		}
+		keyring_free_payload(b, (size_t)want);
+		if (n < 0)
+			return errno;
+		/* the key was updated meanwhile and grew: again */
+	}
+	return EAGAIN;
 }
 
 int keyring_read(int32_t serial, unsigned char **buf, size_t *len,
 		 char *err, size_t errlen)
 {
 	char *desc = NULL;
-	void *data = NULL;
-	long n;
+	unsigned char *data = NULL;
+	size_t n = 0;
 	int e;
 
 	if (serial <= 0) {
@@ -58,21 +98,20 @@ int keyring_read(int32_t serial, unsigned char **buf, size_t *len,
 		return EINVAL;
 	}
 	free(desc);
-	n = keyctl_read_alloc(serial, &data);
-	if (n < 0) {
-		e = errno;
+	e = read_payload(serial, &data, &n);
+	if (e) {
 		snprintf(err, errlen, "cannot read key %d: %s", serial,
 			 strerror(e));
 		return e;
 	}
 	if (n == 0 || n > TLSH_PAYLOAD_MAX) {
-		keyring_free_payload(data, (size_t)n);
+		keyring_free_payload(data, n);
 		snprintf(err, errlen, "key %d: %s payload", serial,
 			 n == 0 ? "empty" : "oversized");
 		return EINVAL;
 	}
 	*buf = data;
-	*len = (size_t)n;
+	*len = n;
 	return 0;
 }
 
@@ -319,22 +358,56 @@ int keyring_parse_psk(struct tlsh_psk *psk, const unsigned char *buf,
 	return 0;
 }
 
-int keyring_possess(int32_t keyring, char *err, size_t errlen)
+int keyring_member(int32_t keyring, int32_t serial, char *err,
+		   size_t errlen)
+{
+	void *list = NULL;
+	long n;
+	int e;
+
+	n = keyctl_read_alloc(keyring, &list);
+	if (n < 0) {
+		e = errno;
+		snprintf(err, errlen, "cannot list the kernel's key ring %d: %s",
+			 keyring, strerror(e));
+		return e;
+	}
+	/* a keyring's payload is the serials of its keys (key_serial_t) */
+	for (long i = 0; i < n / (long)sizeof(int32_t); i++) {
+		int32_t k;
+
+		memcpy(&k, (const unsigned char *)list + i * sizeof(int32_t),
+		       sizeof(k));
+		if (k == serial) {
+			free(list);
+			return 0;
+		}
+	}
+	free(list);
+	/* a key revoked, expired or invalidated since the mount may have
+	 * been taken out of the keyring already: say what became of it */
+	if (keyctl_describe(serial, NULL, 0) < 0 &&
+	    (errno == ENOKEY || errno == EKEYREVOKED || errno == EKEYEXPIRED)) {
+		e = errno;
+		snprintf(err, errlen, "key %d: %s", serial, strerror(e));
+		return e;
+	}
+	snprintf(err, errlen,
+		 "key %d is not in the kernel's key ring %d for this request",
+		 serial, keyring);
+	return EACCES;
+}
+
+int keyring_use_user_keyring(char *err, size_t errlen)
 {
 	int e;
 
-	if (keyctl_link(keyring, KEY_SPEC_THREAD_KEYRING) == 0)
+	if (keyctl_link(KEY_SPEC_USER_KEYRING, KEY_SPEC_THREAD_KEYRING) == 0)
 		return 0;
 	e = errno;
-	snprintf(err, errlen, "cannot link the kernel's key ring %d: %s",
-		 keyring, strerror(e));
+	snprintf(err, errlen, "cannot link root's user key ring: %s",
+		 strerror(e));
 	return e;
-}
-
-void keyring_release(int32_t keyring)
-{
-	/* the thread keyring goes with the thread anyway */
-	(void)keyctl_unlink(keyring, KEY_SPEC_THREAD_KEYRING);
 }
 
 int keyring_load_x509(struct tlsh_x509 *x, int32_t cert, int32_t privkey,

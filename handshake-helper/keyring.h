@@ -62,13 +62,20 @@ int keyring_parse_psk(struct tlsh_psk *psk, const unsigned char *buf,
 		      size_t errlen);
 void keyring_psk_clear(struct tlsh_psk *psk);
 
-/* Convenience: read serials and parse. 0 or positive errno. */
-/* Possess the keys linked into keyring (a serial from TLSH_KEYRING) by
- * linking it into the calling thread's keyring; keyring_release() undoes
- * it.  0 or positive errno with a message in err. */
-int keyring_possess(int32_t keyring, char *err, size_t errlen);
-void keyring_release(int32_t keyring);
+/*
+ * Where an agent thread finds the keys a request names.  With a keyring
+ * from TLSH_KEYRING (which the kernel made this thread possess when it was
+ * read), every serial must be a member of it: keyring_member() says so, or
+ * fails with EACCES.  Without one (a kernel consumer that names serials
+ * directly), keyring_use_user_keyring() links root's user keyring into the
+ * calling thread's keyring, for that thread only.  0 or positive errno
+ * with a message in err.
+ */
+int keyring_member(int32_t keyring, int32_t serial, char *err,
+		   size_t errlen);
+int keyring_use_user_keyring(char *err, size_t errlen);
 
+/* Convenience: read serials and parse. 0 or positive errno. */
 int keyring_load_x509(struct tlsh_x509 *x, int32_t cert, int32_t privkey,
 		      char *err, size_t errlen);
 int keyring_load_psk(struct tlsh_psk *psk, int32_t serial, char *err,

@@ -19,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <keyutils.h>
@@ -179,10 +181,10 @@ static int kernel_mode(int32_t key, const char *cfgpath, long idle, int verbose)
 		setsid();
 		to_dev_null();
 		keyctl_assume_authority(0);
-		/* Own session keyring with root's user keyring in it, so keys
-		 * provisioned in @u are possessed (see tlsh-helper(8)). */
-		if (keyctl_join_session_keyring(NULL) < 0 ||
-		    keyctl_link(KEY_SPEC_USER_KEYRING, KEY_SPEC_SESSION_KEYRING) < 0)
+		/* An anonymous session keyring of its own: nothing of
+		 * request-key's.  Keys are possessed per handshake thread only
+		 * (request.c: load_keys()). */
+		if (keyctl_join_session_keyring(NULL) < 0)
 			log_warn("cannot set up the session keyring: %s",
 				 strerror(errno));
 		if (idle < 0)
@@ -231,6 +233,21 @@ static int foreground_mode(const char *cfgpath, long idle, int verbose)
 			    &cfg);
 }
 
+/*
+ * The agent holds private keys and PSKs as root: a crash leaves no core
+ * file with them, and no process of another user (nor one of root's
+ * without CAP_SYS_PTRACE) may attach to it or read its memory.
+ */
+static void protect_secrets(void)
+{
+	const struct rlimit none = { 0, 0 };
+
+	if (setrlimit(RLIMIT_CORE, &none) < 0)
+		log_warn("setrlimit(RLIMIT_CORE): %s", strerror(errno));
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		log_warn("prctl(PR_SET_DUMPABLE): %s", strerror(errno));
+}
+
 int main(int argc, char **argv)
 {
 	struct connect_opts co;
@@ -240,6 +257,7 @@ int main(int argc, char **argv)
 	int opt, verbose = 0, foreground = 0, connect = 0, cflags = 0;
 	unsigned long v;
 
+	protect_secrets();
 	/* Fds 0-2 may be closed under request-key: keep sockets off them. */
 	do {
 		opt = open("/dev/null", O_RDWR);

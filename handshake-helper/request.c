@@ -17,6 +17,7 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -184,6 +185,40 @@ int request_read(int fd, const struct config *cfg, struct tlsh_request *r,
 	return 0;
 }
 
+/*
+ * Load what the request names.  With a keyring (the kernel made this
+ * thread possess it when request_read() read TLSH_KEYRING), a serial must
+ * be in it: the kernel checked, as the mounting user, that the user may
+ * read what it linked there, and nothing else is read.  Without one, the
+ * serials come from a kernel consumer that names them directly, and root's
+ * user keyring is linked for this thread only.
+ */
+static int load_keys(const struct tlsh_request *r, struct tlsh_x509 *x509,
+		     struct tlsh_psk *psk, char *err, size_t errlen)
+{
+	int psk_type = r->type == TLSH_TYPE_CLIENTHELLO_PSK;
+	int status;
+
+	if (!psk_type && !r->cert)
+		return 0;		/* no client certificate */
+	if (r->keyring) {
+		status = keyring_member(r->keyring, r->peerid, err, errlen);
+		if (!status && !psk_type)
+			status = keyring_member(r->keyring, r->cert, err,
+						errlen);
+	} else {
+		status = keyring_use_user_keyring(err, errlen);
+	}
+	if (!status && psk_type)
+		status = keyring_load_psk(psk, r->peerid, err, errlen);
+	else if (!status)
+		status = keyring_load_x509(x509, r->cert, r->peerid, err,
+					   errlen);
+	/* A key that is gone (revoked, then collected) is not the kernel's
+	 * "no handshake agent" */
+	return status == ENOKEY ? EKEYREVOKED : status;
+}
+
 static void report(int fd, int status)
 {
 	if (setsockopt(fd, SOL_TLSH, TLSH_STATUS, &status, sizeof(status)) < 0)
@@ -206,6 +241,7 @@ void request_serve(int fd, void *arg)
 
 	memset(&x509, 0, sizeof(x509));
 	memset(&psk, 0, sizeof(psk));
+	(void)mlock(&psk, sizeof(psk));	/* best effort: keep it off swap */
 	memset(&hs, 0, sizeof(hs));
 	status = request_read(fd, cfg, &r, err, sizeof(err));
 	who = r.peername[0] ? r.peername : "no peer name";
@@ -214,19 +250,7 @@ void request_serve(int fd, void *arg)
 			  r.peer, who,
 			  r.type == TLSH_TYPE_CLIENTHELLO_PSK ? "PSK" : "x509",
 			  r.timeout_ms, r.priorities[0] ? r.priorities : "default");
-		if (r.keyring)
-			status = keyring_possess(r.keyring, err, sizeof(err));
-		if (!status && r.type == TLSH_TYPE_CLIENTHELLO_PSK)
-			status = keyring_load_psk(&psk, r.peerid, err, sizeof(err));
-		else if (!status && r.cert)
-			status = keyring_load_x509(&x509, r.cert, r.peerid, err,
-						   sizeof(err));
-		if (r.keyring)
-			keyring_release(r.keyring);
-		/* A key that is gone (revoked, then collected) is not the
-		 * kernel's "no handshake agent" */
-		if (status == ENOKEY)
-			status = EKEYREVOKED;
+		status = load_keys(&r, &x509, &psk, err, sizeof(err));
 	}
 	if (!status) {
 		memset(&p, 0, sizeof(p));
@@ -265,5 +289,6 @@ void request_serve(int fd, void *arg)
 	hs_session_free(&hs);
 	keyring_x509_free(&x509);
 	keyring_psk_clear(&psk);
+	(void)munlock(&psk, sizeof(psk));
 	close(fd);
 }
