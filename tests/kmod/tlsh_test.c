@@ -12,7 +12,8 @@
  *
  * Keys: addr= (IPv4 or IPv6), port=, name= (peer name, optional),
  * count= (parallel handshakes, default 1, at most 256), timeout= (ms,
- * 0 = the default deadline), type=x509|psk, peerid=, cert= (key serials),
+ * 0 = the default deadline), type=x509|psk, peerid=, cert=, keyring= (key
+ * serials),
  * data=echo|none (after the handshake: send a line over kTLS and expect
  * it back, as gnutls-serv --echo does; default echo), cancel= (ms after
  * which tls_handshake_cancel() is called; 0 = never), api=args|x509
@@ -73,6 +74,7 @@ struct tt_params {
 	int			type;
 	int			peerid;
 	int			cert;
+	int			keyring;
 	bool			echo;
 	bool			api_x509;
 };
@@ -126,6 +128,8 @@ static int tt_parse(char *buf, struct tt_params *p)
 			ret = kstrtoint(val, 0, &p->peerid);
 		else if (!strcmp(opt, "cert"))
 			ret = kstrtoint(val, 0, &p->cert);
+		else if (!strcmp(opt, "keyring"))
+			ret = kstrtoint(val, 0, &p->keyring);
 		else if (!strcmp(opt, "type"))
 			p->type = !strcmp(val, "psk") ? TLSH_TYPE_CLIENTHELLO_PSK :
 						       TLSH_TYPE_CLIENTHELLO_X509;
@@ -168,6 +172,7 @@ static int tt_start(struct tt_conn *c, struct tt_params *p)
 		.peername	= p->name[0] ? p->name : NULL,
 		.peerid		= p->peerid,
 		.cert		= p->cert,
+		.keyring	= p->keyring,
 		.timeout_ms	= p->timeout,
 	};
 

@@ -133,6 +133,7 @@ static struct {
 	double drop_every;
 	bool drop_rst;
 	unsigned session_tickets;
+	unsigned split_tickets_ms;
 	bool require_client_cert;
 	bool tls12_only, tls13_only;
 	int verbose;
@@ -186,6 +187,8 @@ struct conn {
 	uint64_t c2b, b2c;		/* plaintext bytes delivered each way */
 	uint64_t c_read;		/* bytes read from the client (relay) */
 	unsigned tickets_sent;
+	bool split_pending;		/* --split-tickets: next write splits */
+	bool close_notify;		/* the client ended with close_notify */
 	bool key_update_done;
 	bool abortive;
 	unsigned char *raw;		/* first record bytes as received */
@@ -801,6 +804,37 @@ static void describe_session(struct conn *c)
 	}
 }
 
+/*
+ * --split-tickets: the first write after the handshake (the tickets) goes
+ * out as its first SPLIT_AT bytes, a pause, then the rest, so that a
+ * record arrives in two TCP segments: the header and part of the body,
+ * then the remainder.
+ */
+#define SPLIT_AT	10
+
+static ssize_t split_push(gnutls_transport_ptr_t ptr, const void *buf,
+			  size_t len)
+{
+	struct conn *c = ptr;
+
+	if (c->split_pending && len > SPLIT_AT) {
+		ssize_t n = send(c->cfd, buf, SPLIT_AT, MSG_NOSIGNAL);
+
+		c->split_pending = false;
+		if (n > 0)
+			usleep(o.split_tickets_ms * 1000u);
+		return n;	/* GnuTLS writes the rest next */
+	}
+	return send(c->cfd, buf, len, MSG_NOSIGNAL);
+}
+
+static ssize_t conn_pull(gnutls_transport_ptr_t ptr, void *buf, size_t len)
+{
+	const struct conn *c = ptr;
+
+	return recv(c->cfd, buf, len, 0);
+}
+
 static int tls_handshake(struct conn *c)
 {
 	int64_t deadline = deadline_in(o.handshake_timeout);
@@ -832,7 +866,13 @@ static int tls_handshake(struct conn *c)
 		gnutls_certificate_server_set_request(c->s,
 			o.require_client_cert ? GNUTLS_CERT_REQUIRE :
 			o.ca ? GNUTLS_CERT_REQUEST : GNUTLS_CERT_IGNORE);
-	gnutls_transport_set_int(c->s, c->cfd);
+	if (o.split_tickets_ms) {
+		gnutls_transport_set_ptr(c->s, c);
+		gnutls_transport_set_push_function(c->s, split_push);
+		gnutls_transport_set_pull_function(c->s, conn_pull);
+	} else {
+		gnutls_transport_set_int(c->s, c->cfd);
+	}
 	gnutls_handshake_set_timeout(c->s, 0);
 
 	TLS_LOOP(c, deadline, gnutls_handshake(c->s), r);
@@ -856,6 +896,7 @@ static int tls_handshake(struct conn *c)
 
 	if (o.session_tickets) {
 		if (gnutls_protocol_get_version(c->s) == GNUTLS_TLS1_3) {
+			c->split_pending = o.split_tickets_ms > 0;
 			TLS_LOOP(c, deadline_in(o.handshake_timeout),
 				 gnutls_session_ticket_send(c->s, o.session_tickets, 0),
 				 r);
@@ -1013,8 +1054,9 @@ static void relay(struct conn *c, struct buf *cb, struct buf *bb)
 			else
 				shutdown(c->cfd, SHUT_WR);
 			(void)r;
-			set_reason(c, "%s", c_eof ? "client closed" :
-				   "backend closed");
+			set_reason(c, "%s", !c_eof ? "backend closed" :
+				   c->close_notify ? "client closed (close_notify)" :
+				   "client closed");
 			return;
 		}
 		if (c_eof && cb->len == 0 && !b_shut) {
@@ -1150,6 +1192,7 @@ static void relay(struct conn *c, struct buf *cb, struct buf *bb)
 				n = gnutls_record_recv(c->s, dst, room);
 				if (n == 0) {
 					c_eof = true;
+					c->close_notify = true;
 					dbg(c, "client close_notify");
 				} else if (n == GNUTLS_E_AGAIN) {
 					recv_wants_write =
@@ -1512,6 +1555,8 @@ static void usage(FILE *f)
 "      --drop-rst             close drops with a TCP RST, not a FIN\n"
 "      --session-tickets=N    send N TLS 1.3 NewSessionTickets right after\n"
 "                             the handshake (default 0: none)\n"
+"      --split-tickets=MS     send the tickets' first bytes, wait MS ms,\n"
+"                             then the rest (a record split in two)\n"
 "      --key-update-after=N   after N plaintext bytes to the client, send a\n"
 "                             TLS 1.3 KeyUpdate requesting the peer's too\n"
 "      --hostile-record=R     send STARTTLS, read the ClientHello, answer\n"
@@ -1806,7 +1851,8 @@ enum {
 	OPT_CERT = 256, OPT_KEY, OPT_CA, OPT_PLAIN_OK, OPT_TLS_ONLY, OPT_NO_TLS,
 	OPT_PROBE_REPLY, OPT_NEVER_ANSWER, OPT_STALL_HS, OPT_CLOSE_HS,
 	OPT_GARBAGE, OPT_ALERT_AFTER, OPT_DROP_AFTER, OPT_DROP_EVERY,
-	OPT_DROP_RST, OPT_TICKETS, OPT_KU_AFTER, OPT_REQ_CERT, OPT_PSK,
+	OPT_DROP_RST, OPT_TICKETS, OPT_SPLIT_TICKETS, OPT_KU_AFTER,
+	OPT_REQ_CERT, OPT_PSK,
 	OPT_TLS12, OPT_TLS13, OPT_PRIORITY, OPT_LOG, OPT_PORT_FILE,
 	OPT_PID_FILE, OPT_FIRST_TO, OPT_HS_TO, OPT_CONN_TO, OPT_MAX_CONNS,
 	OPT_HOSTILE, OPT_HOSTILE_AFTER,
@@ -1831,6 +1877,7 @@ static const struct option longopts[] = {
 	{ "drop-every", required_argument, NULL, OPT_DROP_EVERY },
 	{ "drop-rst", no_argument, NULL, OPT_DROP_RST },
 	{ "session-tickets", required_argument, NULL, OPT_TICKETS },
+	{ "split-tickets", required_argument, NULL, OPT_SPLIT_TICKETS },
 	{ "key-update-after", required_argument, NULL, OPT_KU_AFTER },
 	{ "hostile-record", required_argument, NULL, OPT_HOSTILE },
 	{ "hostile-after", required_argument, NULL, OPT_HOSTILE_AFTER },
@@ -1913,6 +1960,12 @@ static void parse_args(int argc, char **argv)
 			if (v > 16)
 				die("--session-tickets: at most 16");
 			o.session_tickets = (unsigned)v;
+			break;
+		case OPT_SPLIT_TICKETS:
+			v = parse_u64(optarg, "--split-tickets");
+			if (v < 1 || v > 10000)
+				die("--split-tickets: 1..10000 ms");
+			o.split_tickets_ms = (unsigned)v;
 			break;
 		case OPT_KU_AFTER:
 			o.key_update_after = parse_u64(optarg, "--key-update-after");
