@@ -329,13 +329,18 @@ static int classify(const struct hs_session *hs, const struct hs_params *p,
 		return ETIMEDOUT;
 	case GNUTLS_E_PREMATURE_TERMINATION:
 	case GNUTLS_E_UNEXPECTED_PACKET_LENGTH:
+		/* what a server that answers STARTTLS but has no TLS (a 6.4+
+		 * knfsd without tlshd) does: the kernel may fall back */
 		snprintf(err, errlen, "peer closed the connection during the handshake");
-		return EPROTO;
+		return ECONNRESET;
 	case GNUTLS_E_PUSH_ERROR:
-	case GNUTLS_E_PULL_ERROR:
+	case GNUTLS_E_PULL_ERROR: {
+		int e = errno;
+
 		snprintf(err, errlen, "connection error during the handshake: %s",
-			 strerror(errno));
-		return EPROTO;
+			 strerror(e));
+		return e == ECONNRESET || e == EPIPE ? ECONNRESET : EPROTO;
+	}
 	default:
 		snprintf(err, errlen, "TLS handshake failed: %s",
 			 gnutls_strerror(ret));

@@ -59,7 +59,8 @@ void hs_global_deinit(void);
  * duration, restored afterwards).  On success returns 0 and leaves the
  * session in hs (free it with hs_session_free()).  On failure returns the
  * positive errno to report to the kernel - EKEYREJECTED (certificate not
- * verified), EACCES (fatal alert from the peer), ETIMEDOUT, EPROTO (other
+ * verified), EACCES (fatal alert from the peer), ETIMEDOUT, ECONNRESET (the
+ * peer closed or reset the connection), EPROTO (other
  * TLS errors, negotiated cipher not usable by kTLS), EINVAL (bad
  * parameters) - with one line describing the reason in err.
  */
