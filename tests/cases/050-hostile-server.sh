@@ -60,18 +60,37 @@ front_stop 3061
 
 front 3062 --cert $CERTS/server-chain100.pem --key $CERTS/server-chain100-key.pem
 refused 3062 "certificate chain of 100 entries" \
-	'TLS handshake with server.test .* failed: rejected' 'not trusted|issuer|signer|chain|depth'
+	'TLS handshake with server.test .* failed: server certificate not trusted' 'not trusted|issuer|signer|chain|depth'
 front_stop 3062
 
 # --- around the handshake: the server closes or resets after the
 # ClientHello, sends garbage after STARTTLS, stalls the handshake ---------
+# What a 6.4+ knfsd without tlshd does: xprtsec=tls fails and says why;
+# xprtsec=auto continues in plaintext on a new connection, and says why
+fallback() {
+	local port=$1 what=$2 start el lines
+	kmark "fallback-$port"
+	lines=$(wc -l < /var/log/messages)
+	start=$(date +%s)
+	check_fail "$what: xprtsec=tls mount fails" nfs_mount vers=4.2,xprtsec=tls,port=$port $S $M
+	el=$(( $(date +%s) - start ))
+	check "... within 30 s (took ${el} s)" [ $el -le 30 ]
+	check "... the kernel says the server closed the connection during the handshake" \
+		kgrep "fallback-$port" 'TLS handshake with server.test .* failed: the server closed the connection during the handshake'
+	check "... and the helper logged it" sh -c "tail -n +$((lines + 1)) /var/log/messages | grep 'tlsh-helper' | grep -qiE 'closed|reset'"
+	kmark "fallback-auto-$port"
+	check "... xprtsec=auto mounts, in plaintext on a new connection" \
+		sh -c ". /tlsh/guest/lib.sh; . /tlsh/guest/nfs-lib.sh; nfs_mount vers=4.2,xprtsec=auto,port=$port $S $M && plaintext $M"
+	check "... saying why, once" sh -c "[ \$(dmesg | sed -n '/tlsh-mark fallback-auto-$port\$/,\$p' | grep -c 'closed the connection during the handshake; xprtsec=auto continues in plaintext') = 1 ]"
+	check "... and the data is there" sh -c "echo fb > $M/fb-$port && cmp -s $M/fb-$port $TLSH_EXPORT_DIR/fb-$port"
+	umount $M 2>/dev/null
+	rm -f $TLSH_EXPORT_DIR/fb-$port
+}
 front 3065 --close-handshake
-refused 3065 "connection closed after the ClientHello" \
-	'TLS handshake with server.test .* failed' 'terminated|closed|pull|reset|EOF'
+fallback 3065 "connection closed after the ClientHello"
 front_stop 3065
 front 3066 --close-handshake --drop-rst
-refused 3066 "connection reset after the ClientHello" \
-	'TLS handshake with server.test .* failed' 'terminated|closed|pull|reset|EOF'
+fallback 3066 "connection reset after the ClientHello"
 front_stop 3066
 front 3067 --garbage-after-starttls
 # (when the garbage rides in the segment of the probe's reply, the RPC

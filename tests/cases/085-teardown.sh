@@ -55,6 +55,13 @@ no_start() {
 	check "... within 20 s (took ${el} s)" [ $el -le 20 ]
 	check "... the kernel names the reason" kgrep "nostart-$2" 'TLS handshake with server.test .* failed: no handshake agent'
 	check_fail "... nothing is mounted" grep -q " $M " /proc/mounts
+	# xprtsec=auto never fails a mount that xprtsec=none would complete
+	kmark "nostart-auto-$2"
+	check "... an xprtsec=auto mount continues in plaintext" \
+		sh -c ". /tlsh/guest/lib.sh; . /tlsh/guest/nfs-lib.sh; nfs_mount vers=4.2,xprtsec=auto $TLSH_SERVER_NAME $M && plaintext $M"
+	check "... with a warning that names the missing agent" \
+		kgrep "nostart-auto-$2" 'no TLS handshake agent for server.test .*; xprtsec=auto continues in plaintext'
+	umount $M 2>/dev/null
 }
 
 # --- the agent cannot be started ------------------------------------------
