@@ -19,7 +19,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <stdio.h>
 #include <string.h>
@@ -485,44 +484,36 @@ unsigned int hs_verdict_wait_ms(uint64_t handshake_ms, uint32_t left_ms)
 	return (unsigned int)w;
 }
 
+/* The largest TLS record: header, 2^14 octets and the AEAD's expansion */
+#define HS_RECORD_MAX	(5 + 16384 + 256)
+
 /*
  * Wait (at most until deadline, in now_ms() time) until the socket holds a
  * whole TLS record, or the connection ended.  GnuTLS must never be handed
  * part of a record: it would keep that part, and kTLS, installed next,
  * would start in the middle of a record and fail the connection.  Returns
  * 1 when gnutls_record_recv() may read, 0 when the time ran out first.
+ *
+ * Only recv(MSG_PEEK) is used: the handshake socket forwards it to the
+ * kernel's TCP socket, while ioctl(FIONREAD) and SOL_SOCKET options would
+ * act on the handshake socket itself.  poll() reports readable as soon
+ * as one byte is there, so the rest of a split record is waited for in
+ * short sleeps (a rare case: a record split across TCP segments).
  */
 static int whole_record_ready(int fd, uint64_t deadline)
 {
-	int one = 1;
+	unsigned char buf[HS_RECORD_MAX];
 
 	for (;;) {
-		unsigned char hdr[5];
-		int avail = 0, need, pr;
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		uint64_t now;
-		ssize_t n;
+		ssize_t n = recv(fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
 
-		n = recv(fd, hdr, sizeof(hdr), MSG_PEEK | MSG_DONTWAIT);
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
 			return 1;	/* closed or failed: GnuTLS says how */
-		need = n == (ssize_t)sizeof(hdr) ?
-			(int)sizeof(hdr) + (hdr[3] << 8 | hdr[4]) :
-			(int)sizeof(hdr);
-		if (ioctl(fd, FIONREAD, &avail) < 0 || avail >= need)
+		if (n >= 5 && (size_t)n >= 5u + (size_t)(buf[3] << 8 | buf[4]))
 			return 1;
-		now = now_ms();
-		if (now >= deadline)
+		if (now_ms() >= deadline)
 			return 0;
-		/* poll() reports readable at once while any byte is queued:
-		 * have it wait for the rest of the record instead */
-		(void)setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &need, sizeof(need));
-		pr = poll(&pfd, 1, (int)(deadline - now));
-		(void)setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof(one));
-		if (pr == 0)
-			return 0;
-		if (pr < 0 && errno != EINTR)
-			return 1;
+		(void)poll(NULL, 0, 5);
 	}
 }
 
