@@ -18,6 +18,10 @@ PKGS=(
 	cppcheck
 	# benchmarks (make bench): the user-space TLS tunnel, the chart
 	stunnel4 gnuplot-nox
+	# the upstream reference peer VM (tests/peer): its kernel source, and
+	# what ktls-utils' tlshd needs to build
+	linux-source-6.12 autoconf automake libtool libglib2.0-dev
+	libnl-3-dev libnl-genl-3-dev
 )
 
 missing=()

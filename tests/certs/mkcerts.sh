@@ -26,6 +26,12 @@
 #                        other-ca.pem (must be rejected by an mTLS server
 #                        trusting ca.pem)
 #   client-other-key.pem
+#   ref.pem              the upstream reference peer VM's server cert
+#                        (tests/peer): DNS ref.test, IP 198.51.100.1,
+#                        IP 2001:db8:1::1; signed by ca.pem
+#   ref-key.pem
+#   ref-untrusted.pem    as ref.pem but signed by other-ca.pem
+#   ref-untrusted-key.pem
 #   psk.txt              one line "tlsh-test:<64 hex digits>" (32-byte key),
 #                        the format of gnutls psktool / --pskfile
 #   psk.id               the identity alone ("tlsh-test")
@@ -55,6 +61,7 @@ FILES=(ca.pem ca-key.pem other-ca.pem other-ca-key.pem
 	server-wrongname.pem server-wrongname-key.pem
 	server-untrusted.pem server-untrusted-key.pem
 	client.pem client-key.pem client-other.pem client-other-key.pem
+	ref.pem ref-key.pem ref-untrusted.pem ref-untrusted-key.pem
 	psk.txt psk.id psk.key server-chain100.pem server-chain100-key.pem)
 
 mkdir -p "$out"
@@ -107,6 +114,9 @@ VALID=("activation_date = \"$since\"" 'expiration_days = 3650')
 SRV=('cn = "server.test"' 'organization = "tlsh tests"'
 	'dns_name = "server.test"' 'ip_address = "192.0.2.1"'
 	'ip_address = "2001:db8::1"' 'tls_www_server' 'signing_key')
+REF=('cn = "ref.test"' 'organization = "tlsh tests"'
+	'dns_name = "ref.test"' 'ip_address = "198.51.100.1"'
+	'ip_address = "2001:db8:1::1"' 'tls_www_server' 'signing_key')
 
 ca ca "tlsh test CA"
 ca other-ca "tlsh other CA"
@@ -118,6 +128,8 @@ leaf server-wrongname ca 'cn = "wrong.test"' 'organization = "tlsh tests"' \
 	'dns_name = "wrong.test"' 'tls_www_server' 'signing_key' \
 	"${VALID[@]}"
 leaf server-untrusted other-ca "${SRV[@]}" "${VALID[@]}"
+leaf ref ca "${REF[@]}" "${VALID[@]}"
+leaf ref-untrusted other-ca "${REF[@]}" "${VALID[@]}"
 leaf client ca 'cn = "tlsh-client"' 'organization = "tlsh tests"' \
 	'tls_www_client' 'signing_key' "${VALID[@]}"
 leaf client-other other-ca 'cn = "tlsh-client-other"' \
