@@ -5,7 +5,7 @@
 #   make check-debug  the guest suite on the debug kernel (KASAN, lockdep,
 #                 kmemleak), in build/debug; see README "What runs where"
 #
-# Other targets: deps kernel helper initramfs shell bench install clean
+# Other targets: deps kernel helper initramfs peer shell bench install clean
 
 SHELL := /bin/bash
 TOP := $(CURDIR)
@@ -15,7 +15,7 @@ KSRC := $(B)/linux
 KOBJ := $(B)/kbuild
 DEPS_OK := $(shell $(TOP)/tests/deps.sh --check 2>/dev/null && echo yes)
 
-.PHONY: all deps kernel helper front kmod certs tools initramfs check check-host \
+.PHONY: all deps kernel helper front kmod certs tools initramfs peer check check-host \
 	check-guest check-debug demo shell bench install clean distclean checkpatch
 
 all: kernel helper initramfs
@@ -62,6 +62,13 @@ certs: ensure-deps
 initramfs: ensure-deps helper front certs tools
 	$(TOP)/tests/mkinitramfs.sh
 
+# The upstream reference peer VM for "tests/vm-run --peer" (tests/peer):
+# linux-source-6.12 (tests/kconfig/peer.config) in build/peer/kbuild,
+# ktls-utils' tlshd from ../shared/third-party, build/peer/initramfs.cpio.
+# Each part is rebuilt only when its inputs changed.
+peer: ensure-deps certs
+	$(TOP)/tests/peer/build-peer.sh
+
 check: ensure-deps
 	$(TOP)/tests/check.sh
 
@@ -104,7 +111,8 @@ install: helper
 clean:
 	-$(MAKE) -C handshake-helper clean 2>/dev/null
 	-$(MAKE) -C tests/tls-front clean 2>/dev/null
-	rm -rf $(B)/initramfs $(B)/initramfs.cpio $(B)/kmod $(B)/stage
+	rm -rf $(B)/initramfs $(B)/initramfs.cpio $(B)/kmod $(B)/stage \
+		$(B)/peer/rootfs $(B)/peer/initramfs.cpio
 
 distclean: clean
 	rm -rf $(B)

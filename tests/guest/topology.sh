@@ -8,6 +8,10 @@
 #
 # /etc/hosts: server.test -> 192.0.2.1, 2001:db8::1 (RPC-with-TLS);
 #             plain.test  -> 192.0.2.2, 2001:db8::2 (knfsd itself).
+# With tests/vm-run --peer, the guest also has a virtio-net device (eth0 in
+# the root namespace at boot) linked to the upstream reference peer VM
+# (tests/peer): it becomes peer0 in C1 with 198.51.100.2/24 and
+# 2001:db8:1::2/64, and ref.test -> 198.51.100.1, 2001:db8:1::1.
 # knfsd (v3, v4.0, v4.1, v4.2) in S exports the tmpfs /srv/export on
 # 127.0.0.1, 192.0.2.2 and 2001:db8::2, port 2049. tls-front owns port
 # 2049 of server.test: it answers the AUTH_TLS probe, does the server
@@ -21,6 +25,7 @@ topology_up() {
 	ip netns add S
 	ip netns add C1
 	ip netns add C2
+	peer_link_up
 	ip -n S link set lo up
 	ip -n S link add br0 type bridge
 	ip -n S addr add 192.0.2.1/24 dev br0
@@ -46,6 +51,19 @@ topology_up() {
 	wait_for 10 ip netns exec C2 ping -c1 -W1 192.0.2.1 >/dev/null
 	wait_for 10 ip netns exec C1 ping -c1 -W1 2001:db8::1 >/dev/null
 	set +e
+}
+
+# peer_link_up: the virtio-net link to the reference peer, when there is
+# one, into C1 as peer0 (before the veth ends named eth0 arrive there)
+peer_link_up() {
+	[ -e /sys/class/net/eth0/device ] || return 0
+	ip link set eth0 name peer0
+	ip link set peer0 netns C1
+	ip -n C1 addr add 198.51.100.2/24 dev peer0
+	ip -n C1 addr add 2001:db8:1::2/64 dev peer0 nodad
+	ip -n C1 link set peer0 up
+	printf '198.51.100.1\tref.test\n2001:db8:1::1\tref.test\n' >> /etc/hosts
+	wait_for 20 ip netns exec C1 ping -c1 -W1 198.51.100.1 >/dev/null
 }
 
 # Everything the server side runs lives in one long-lived mount namespace

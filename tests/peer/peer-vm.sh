@@ -1,0 +1,98 @@
+# Boot the upstream reference peer VM (sourced by tests/vm-run --peer).
+#
+# peer_vm_start: boots build/peer's kernel and initramfs in QEMU (TCG,
+# microvm without ACPI, no NIC but the link), its console in
+# build/logs/peer-console.log, QEMU's own messages in
+# build/logs/peer-qemu.log; its virtio-net device listens on a free port
+# of 127.0.0.1 (peer_port) for our guest's socket netdev to connect to.
+# Waits for the peer's ready marker (TLSH_PEER_BOOT_TIMEOUT, 120 s). Sets
+# peer_pid (the caller kills it; a watchdog kills it too when the caller
+# is gone) and peer_port. Returns 1 with a message when the peer did not
+# come up.
+#
+# Settings: TLSH_PEER_SMP (1), TLSH_PEER_MEM (1024), TLSH_PEER_PORTS (the
+# first and last port to try, "17000 17999").
+
+peer_vm_start() {
+	local kernel=$B/peer/kbuild/arch/x86/boot/bzImage
+	local initrd=$B/peer/initramfs.cpio
+	local log=$B/logs/peer-console.log qlog=$B/logs/peer-qemu.log
+	local t0=$SECONDS limit=${TLSH_PEER_BOOT_TIMEOUT:-120}
+	local first last port tries=0
+	[ -f "$kernel" ] || { echo "vm-run: no peer kernel at $kernel (run: make peer)" >&2; return 1; }
+	[ -f "$initrd" ] || { echo "vm-run: no peer initramfs at $initrd (run: make peer)" >&2; return 1; }
+	mkdir -p "$B/logs"
+	read -r first last <<< "${TLSH_PEER_PORTS:-17000 17999}"
+	# start somewhere in the range, so that runs side by side rarely try
+	# the same port; a port that is taken makes QEMU exit at once
+	port=$((first + $$ % (last - first + 1)))
+	while :; do
+		if ! ss -Hltn "sport = :$port" 2>/dev/null | grep -q .; then
+			peer_qemu "$kernel" "$initrd" "$port" "$log" "$qlog"
+			sleep 0.5
+			if kill -0 "$peer_pid" 2>/dev/null || ! grep -qi "address already in use" "$qlog"; then
+				break
+			fi
+			wait "$peer_pid" 2>/dev/null || true
+			peer_pid=""
+		fi
+		tries=$((tries + 1))
+		[ $tries -lt 50 ] || { echo "vm-run: no free port for the peer link in $first..$last" >&2; return 1; }
+		port=$((port + 1))
+		[ $port -le "$last" ] || port=$first
+	done
+	peer_port=$port
+	peer_watchdog "$$" "$peer_pid"
+	echo "vm-run: peer VM (linux 6.12, ref.test) booting, link on 127.0.0.1:$port, console in $log"
+	while ! grep -aq "TLSH-PEER-READY" "$log" 2>/dev/null; do
+		if grep -aq "TLSH-PEER-SETUP-FAILED\|Kernel panic" "$log" 2>/dev/null; then
+			peer_boot_failed "setup failed in the peer" "$log" "$qlog"
+			return 1
+		fi
+		if ! kill -0 "$peer_pid" 2>/dev/null; then
+			peer_boot_failed "the peer's QEMU exited" "$log" "$qlog"
+			return 1
+		fi
+		if [ $((SECONDS - t0)) -ge "$limit" ]; then
+			peer_boot_failed "the peer was not ready within $limit s" "$log" "$qlog"
+			return 1
+		fi
+		sleep 0.5
+	done
+	echo "vm-run: peer VM ready in $((SECONDS - t0)) s: $(grep -a '^peer: ' "$log" | tail -1 | tr -d '\r')"
+}
+
+# peer_qemu KERNEL INITRD PORT LOG QLOG: start the peer's QEMU (sets peer_pid)
+peer_qemu() {
+	: > "$4"
+	qemu-system-x86_64 -accel tcg -machine microvm,acpi=off -cpu max \
+		-smp "${TLSH_PEER_SMP:-1}" -m "${TLSH_PEER_MEM:-1024}" \
+		-display none -no-reboot -nic none -monitor none -serial "file:$4" \
+		-netdev "socket,id=p0,listen=127.0.0.1:$3" \
+		-device virtio-net-device,netdev=p0,mac=52:54:00:00:01:01 \
+		-kernel "$1" -initrd "$2" -append "console=ttyS0 loglevel=5 panic=-1" \
+		</dev/null > "$5" 2>&1 &
+	peer_pid=$!
+}
+
+# peer_watchdog OWNER PEER: kill PEER once process OWNER is gone (vm-run
+# killed with SIGKILL cannot run its trap)
+peer_watchdog() {
+	(
+		trap - EXIT INT TERM
+		exec </dev/null >/dev/null 2>&1
+		while kill -0 "$1" 2>/dev/null && kill -0 "$2" 2>/dev/null; do
+			sleep 2
+		done
+		kill "$2" 2>/dev/null
+	) &
+	disown $! 2>/dev/null || true
+}
+
+# peer_boot_failed WHY LOG QLOG
+peer_boot_failed() {
+	echo "vm-run: peer VM: $1 ($((SECONDS - t0)) s); the last lines of $2:" >&2
+	tail -n 25 "$2" | tr -d '\r' | sed 's/^/  /' >&2
+	[ -s "$3" ] && sed 's/^/  qemu: /' "$3" >&2
+	return 0
+}
