@@ -4,6 +4,10 @@
 # "N passed, N failed, N skipped". Exit status 0 only if nothing failed.
 #
 #   tests/check.sh [--host-only] [--guest-only] [CASE...]
+#
+# The guest suite runs with the upstream reference peer VM (tests/peer,
+# "make peer"; vm-run --peer) unless TLSH_PEER=0; when the peer does not
+# build, its step fails and the suite runs without it (its cases skip).
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -88,11 +92,21 @@ if [ $guest -eq 1 ]; then
 		step "test modules build" "$B/logs/kmod.log" make -C "$top" kmod || ok=0
 	fi
 	step "initramfs builds" "$B/logs/initramfs.log" make -C "$top" initramfs || ok=0
+	peer=()
+	if [ "${TLSH_PEER:-1}" != 0 ]; then
+		if [ -f "$B/peer/kbuild/arch/x86/boot/bzImage" ]; then
+			echo "peer: updating the reference peer VM (see $B/logs/peer.log)" >&2
+		else
+			echo "peer: building linux 6.12 and tlshd for the reference peer VM (cold: ~12 min on 2 cores; see $B/logs/peer.log)" >&2
+		fi
+		step "reference peer VM builds (linux 6.12, tlshd)" "$B/logs/peer.log" make -C "$top" peer &&
+			peer=(--peer)
+	fi
 	if [ $ok -eq 1 ]; then
 		[ ${#cases[@]} -gt 0 ] || cases=("$top"/tests/cases/*.sh)
 		log=$B/logs/guest.log
 		t0=$SECONDS
-		"$top/tests/vm-run" "${cases[@]}" > "$log" 2>&1
+		"$top/tests/vm-run" "${peer[@]}" "${cases[@]}" > "$log" 2>&1
 		rc=$?
 		relay "guest " "$log"
 		while read -r name r; do
