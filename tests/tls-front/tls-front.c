@@ -877,6 +877,10 @@ static int tls_handshake(struct conn *c)
 
 	TLS_LOOP(c, deadline, gnutls_handshake(c->s), r);
 	if (r < 0) {
+		/* tell the client why, as a well-behaved server does */
+		if (r != GNUTLS_E_TIMEDOUT && r != GNUTLS_E_FATAL_ALERT_RECEIVED &&
+		    r != GNUTLS_E_PREMATURE_TERMINATION)
+			(void)gnutls_alert_send_appropriate(c->s, r);
 		tls_field(c, "tls=failed error=\"%s\"", gnutls_strerror(r));
 		if (!c->verify[0] && (r == GNUTLS_E_CERTIFICATE_REQUIRED ||
 				      r == GNUTLS_E_NO_CERTIFICATE_FOUND))
