@@ -87,6 +87,8 @@ fi
 
 if [ $guest -eq 1 ]; then
 	ok=1
+	# progress for a person watching: what runs now and how long it takes
+	echo "kernel: building linux 6.1 with patches/series (cold: ~25 min on 2 cores, a few minutes with ccache; see $B/logs/kernel.log)" >&2
 	step "kernel builds with patches/series" "$B/logs/kernel.log" make -C "$top" kernel || ok=0
 	if [ $ok -eq 1 ]; then
 		step "test modules build" "$B/logs/kmod.log" make -C "$top" kmod || ok=0
@@ -106,9 +108,11 @@ if [ $guest -eq 1 ]; then
 		[ ${#cases[@]} -gt 0 ] || cases=("$top"/tests/cases/*.sh)
 		log=$B/logs/guest.log
 		t0=$SECONDS
-		"$top/tests/vm-run" "${peer[@]}" "${cases[@]}" > "$log" 2>&1
-		rc=$?
-		relay "guest " "$log"
+		echo "guest: booting the bench${peer:+ and the reference peer} and running ${#cases[@]} case(s) (the whole suite: ~15 min on 2 cores); TAP lines as they finish" >&2
+		# the TAP lines stream as the cases print them; the log keeps all
+		relay "guest " <("$top/tests/vm-run" "${peer[@]}" "${cases[@]}" 2>&1 | tee "$log"
+			echo "${PIPESTATUS[0]}" > "$B/logs/guest.rc")
+		rc=$(cat "$B/logs/guest.rc")
 		while read -r name r; do
 			if [ "$r" = 0 ]; then
 				tap ok "guest case ${name#[0-9][0-9][0-9]-} exited 0"
