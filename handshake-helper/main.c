@@ -257,7 +257,6 @@ int main(int argc, char **argv)
 	int opt, verbose = 0, foreground = 0, connect = 0, cflags = 0;
 	unsigned long v;
 
-	protect_secrets();
 	/* Fds 0-2 may be closed under request-key: keep sockets off them. */
 	do {
 		opt = open("/dev/null", O_RDWR);
@@ -268,6 +267,7 @@ int main(int argc, char **argv)
 	config_defaults(&cfg);
 	memset(&co, 0, sizeof(co));
 	log_init("tlsh-helper", 0, 1);
+	protect_secrets();
 
 	while ((opt = getopt_long(argc, argv, "k:fc:i:vh", long_options, NULL)) != -1) {
 		switch (opt) {
