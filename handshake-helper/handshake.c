@@ -94,6 +94,10 @@ static int verify_server(gnutls_session_t s)
 	}
 	hs->verify_error = ret;
 	hs->verify_status = ret < 0 ? GNUTLS_CERT_INVALID : status;
+	if (hs->verify_status && hs->auth_optional) {
+		hs->unauthenticated = 1;	/* request.c says so */
+		return 0;
+	}
 	return hs->verify_status ? -1 : 0;
 }
 
@@ -236,6 +240,14 @@ static void verify_reasons(unsigned status, char *buf, size_t len)
 		snprintf(buf, len, "verification failed (status 0x%x)", status);
 }
 
+void hs_verify_reasons(const struct hs_session *hs, char *buf, size_t len)
+{
+	if (hs->verify_error < 0)
+		snprintf(buf, len, "%s", gnutls_strerror(hs->verify_error));
+	else
+		verify_reasons(hs->verify_status, buf, len);
+}
+
 /* Name (or address) and purpose the server certificate must match. */
 static void set_verification(struct hs_session *hs, const struct hs_params *p)
 {
@@ -299,12 +311,7 @@ static int classify(const struct hs_session *hs, const struct hs_params *p,
 		if (hs->verify_status) {
 			char why[256];
 
-			if (hs->verify_error < 0)
-				snprintf(why, sizeof(why), "%s",
-					 gnutls_strerror(hs->verify_error));
-			else
-				verify_reasons(hs->verify_status, why,
-					       sizeof(why));
+			hs_verify_reasons(hs, why, sizeof(why));
 			snprintf(err, errlen, "certificate for %s not trusted: %s",
 				 verify_subject(p, addr, sizeof(addr)), why);
 			return EKEYREJECTED;
@@ -636,6 +643,7 @@ int hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 		}
 	} else {
 		hs->x509 = p->x509;
+		hs->auth_optional = p->auth_optional;
 		ret = gnutls_credentials_set(hs->session, GNUTLS_CRD_CERTIFICATE,
 					     hs_xcred);
 		if (ret == 0 && !hs_cfg->encryption_only)

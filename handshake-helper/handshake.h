@@ -22,6 +22,9 @@ struct hs_params {
 	const struct tlsh_x509 *x509;	/* client certificate, or NULL */
 	const struct tlsh_psk *psk;	/* for TLSH_TYPE_CLIENTHELLO_PSK */
 	unsigned timeout_ms;		/* whole handshake */
+	/* complete with a server whose certificate does not verify (and
+	 * say so in hs_session.unauthenticated) rather than fail */
+	int auth_optional;
 };
 
 struct hs_session {
@@ -39,6 +42,8 @@ struct hs_session {
 	 * error if it could not run at all */
 	unsigned verify_status;
 	int verify_error;
+	int auth_optional;
+	int unauthenticated;	/* accepted although verify_status != 0 */
 	/* where the time went (microseconds): the TLS handshake itself,
 	 * and the wait for the server's verdict on our certificate */
 	uint64_t handshake_us, verdict_us;
@@ -71,6 +76,9 @@ void hs_session_free(struct hs_session *hs);
 /* Effective priority string for a handshake. 0 or -1 (too long). */
 int hs_priorities(const struct config *cfg, const char *requested, int type,
 		  char *out, size_t outlen);
+
+/* Why the server certificate did not verify: "signer unknown, expired" */
+void hs_verify_reasons(const struct hs_session *hs, char *buf, size_t len);
 
 /* "TLS1.3 AES-256-GCM" */
 void hs_describe(gnutls_session_t s, char *buf, size_t len);

@@ -159,6 +159,12 @@ int request_read(int fd, const struct config *cfg, struct tlsh_request *r,
 			 r->cert, r->peerid);
 		return EINVAL;
 	}
+	ret = get_int(fd, TLSH_AUTH_OPTIONAL, "TLSH_AUTH_OPTIONAL",
+		      &r->auth_optional, err, errlen);
+	if (ret == ENOPROTOOPT)
+		r->auth_optional = 0;	/* a kernel without it */
+	else if (ret)
+		return ret;
 	ret = get_string(fd, TLSH_PEERNAME, "TLSH_PEERNAME", r->peername,
 			 TLSH_PEERNAME_MAX, err, errlen);
 	if (ret)
@@ -219,6 +225,31 @@ static int load_keys(const struct tlsh_request *r, struct tlsh_x509 *x509,
 	return status == ENOKEY ? EKEYREVOKED : status;
 }
 
+/* The consumer allowed it (TLSH_AUTH_OPTIONAL): the session is encrypted,
+ * but the server was not authenticated.  Say so to the kernel, and why in
+ * the log.
+ */
+static int report_unauthenticated(int fd, const struct tlsh_request *r,
+				  const struct hs_session *hs, char *err,
+				  size_t errlen)
+{
+	char why[256];
+	int one = 1;
+
+	hs_verify_reasons(hs, why, sizeof(why));
+	if (setsockopt(fd, SOL_TLSH, TLSH_UNAUTHENTICATED, &one,
+		       sizeof(one)) < 0) {
+		int e = errno;
+
+		snprintf(err, errlen, "setsockopt(TLSH_UNAUTHENTICATED): %s",
+			 strerror(e));
+		return EPROTO;
+	}
+	log_warn("%s (%s): certificate not verified (%s): encrypted, the server NOT authenticated, as the kernel allows for this request",
+		 r->peer, r->peername[0] ? r->peername : "no peer name", why);
+	return 0;
+}
+
 static void report(int fd, int status)
 {
 	if (setsockopt(fd, SOL_TLSH, TLSH_STATUS, &status, sizeof(status)) < 0)
@@ -262,6 +293,7 @@ void request_serve(int fd, void *arg)
 		p.x509 = r.cert ? &x509 : NULL;
 		p.psk = r.type == TLSH_TYPE_CLIENTHELLO_PSK ? &psk : NULL;
 		p.timeout_ms = r.timeout_ms;
+		p.auth_optional = r.auth_optional;
 		t_hs = now_us();
 		status = hs_run(&hs, fd, &p, err, sizeof(err));
 	}
@@ -269,6 +301,8 @@ void request_serve(int fd, void *arg)
 		t_ktls = now_us();
 		status = ktls_install(fd, hs.session, err, sizeof(err));
 	}
+	if (!status && hs.unauthenticated)
+		status = report_unauthenticated(fd, &r, &hs, err, sizeof(err));
 	if (status) {
 		log_err("handshake with %s (%s) failed: %s", r.peer, who, err);
 		report(fd, status);

@@ -17,6 +17,7 @@ struct tlsh_request {
 	int32_t peerid;
 	int32_t cert;
 	int32_t keyring;		/* to link before reading the keys */
+	int auth_optional;		/* an unverifiable server is accepted */
 	unsigned timeout_ms;		/* min(config, kernel) */
 	char peer[80];			/* "192.0.2.1:2049", for messages */
 	unsigned char peer_ip[16];

@@ -70,9 +70,15 @@ _Static_assert(offsetof(struct sockaddr_tlsh, tlsh_key) == 4,
 #ifndef TLSH_KEYRING
 #define TLSH_KEYRING		8	/* key_serial_t: keyring holding the keys, or 0 */
 #endif
+#ifndef TLSH_AUTH_OPTIONAL
+#define TLSH_AUTH_OPTIONAL	9	/* int: 1 = an unverifiable peer is accepted */
+#endif
 /* setsockopt(SOL_TLSH) */
 #ifndef TLSH_STATUS
 #define TLSH_STATUS		7	/* int: positive errno, 0 = no error */
+#endif
+#ifndef TLSH_UNAUTHENTICATED
+#define TLSH_UNAUTHENTICATED	10	/* int 1: the peer was not authenticated */
 #endif
 
 /* enum tlsh_hs_type in the series' header, which also has TLSH_STATUS */
