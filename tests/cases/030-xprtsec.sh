@@ -75,13 +75,25 @@ kmark bogus
 check_fail "xprtsec=bogus is refused" nfs_mount vers=4.2,xprtsec=bogus $S $M
 check "... with the kernel's message" kgrep bogus "Unknown xprtsec policy 'bogus'"
 
-# --- bad certificates: tls and auto both fail, never plaintext ----------
+# --- bad certificates: tls fails; auto encrypts without authenticating
+# the server, and says so; never plaintext ----------------------------------
 front 3052 --cert $CERTS/server-untrusted.pem --key $CERTS/server-untrusted-key.pem
 kmark badcert
 check_fail "xprtsec=tls against an untrusted certificate fails" nfs_mount vers=4.2,xprtsec=tls,port=3052 $S $M
 check "... with a clear kernel message" kgrep badcert 'TLS handshake with server.test .* failed: server certificate not trusted'
 check "... and the helper logged why" grep -qi 'not trusted\|signer' /var/log/messages
-check_fail "xprtsec=auto against an untrusted certificate fails too (no plaintext fallback)" nfs_mount vers=4.2,xprtsec=auto,port=3052 $S $M
+kmark badcert-auto
+check "xprtsec=auto against an untrusted certificate mounts" nfs_mount vers=4.2,xprtsec=auto,port=3052 $S $M
+check "... encrypted" encrypted $M 1
+check "... the server not authenticated (mountstats)" authenticated $M 0
+check "... and the kernel says so" kgrep badcert-auto 'the certificate of server.test .* could not be verified; xprtsec=auto continues encrypted, without server authentication'
+check "... the helper says why" grep -q 'certificate not verified (signer unknown): encrypted, the server NOT authenticated' /var/log/messages
+echo auth > $M/unauth-data
+check "... data round-trips" cmp -s $M/unauth-data $TLSH_EXPORT_DIR/unauth-data
+rm -f $M/unauth-data
+umount $M
+check "an authenticated auto mount says authenticated" sh -c ". /tlsh/guest/lib.sh; . /tlsh/guest/nfs-lib.sh; nfs_mount vers=4.2,xprtsec=auto $S $M && authenticated $M 1"
+umount $M
 check "the front relayed nothing in plaintext" sh -c "! grep -q 'probe=plain' $TLSH_ARTIFACTS/front-3052.log"
 front_stop 3052
 front 3053 --cert $CERTS/server-wrongname.pem --key $CERTS/server-wrongname-key.pem

@@ -51,7 +51,7 @@ encrypted() {
 	local s
 	s=$(xprtsec_of "$1")
 	case "$s" in
-	*",connected=$2,encrypted=$2") return 0 ;;
+	*",connected=$2,encrypted=$2,"*) return 0 ;;
 	esac
 	echo "# $1: $s"
 	return 1
@@ -63,7 +63,19 @@ plaintext() {
 	s=$(xprtsec_of "$1")
 	case "$s" in
 	*",connected=0,"*) ;;
-	*",encrypted=0") return 0 ;;
+	*",encrypted=0,"*) return 0 ;;
+	esac
+	echo "# $1: $s"
+	return 1
+}
+
+# authenticated MOUNTPOINT N: N of the encrypted transports authenticated
+# their server (xprtsec=auto may encrypt without)
+authenticated() {
+	local s
+	s=$(xprtsec_of "$1")
+	case "$s" in
+	*",authenticated=$2") return 0 ;;
 	esac
 	echo "# $1: $s"
 	return 1
