@@ -22,6 +22,10 @@ peer_vm_start() {
 	[ -f "$kernel" ] || { echo "vm-run: no peer kernel at $kernel (run: make peer)" >&2; return 1; }
 	[ -f "$initrd" ] || { echo "vm-run: no peer initramfs at $initrd (run: make peer)" >&2; return 1; }
 	mkdir -p "$B/logs"
+	exec {peer_lock}> "$B/logs/peer-console.lock"
+	if ! flock -n "$peer_lock"; then
+		log=$B/logs/peer-console-$$.log qlog=$B/logs/peer-qemu-$$.log
+	fi
 	read -r first last <<< "${TLSH_PEER_PORTS:-17000 17999}"
 	# start somewhere in the range, so that runs side by side rarely try
 	# the same port; a port that is taken makes QEMU exit at once
