@@ -28,10 +28,13 @@ no_plaintext() {
 	! grep -q 'probe=plain' "$TLSH_ARTIFACTS/front-$1.log"
 }
 
-# refused PORT WHAT KERNEL-RE HELPER-RE: xprtsec=tls and xprtsec=auto
-# mounts against the front on PORT both fail, in time, with the reasons
+# refused PORT WHAT KERNEL-RE HELPER-RE [UNAUTH]: xprtsec=tls and
+# xprtsec=auto mounts against the front on PORT both fail, in time, with the
+# reasons; with UNAUTH ("unauth"), the server's certificate is merely
+# unverifiable, and xprtsec=auto may instead mount encrypted without
+# authenticating it (never in plaintext)
 refused() {
-	local port=$1 what=$2 kre=$3 hre=$4 start el lines
+	local port=$1 what=$2 kre=$3 hre=$4 unauth=${5:-} start el lines
 	kmark "hostile-$port"
 	lines=$(wc -l < /var/log/messages)
 	start=$(date +%s)
@@ -40,7 +43,13 @@ refused() {
 	check "... within 30 s (took ${el} s)" [ $el -le 30 ]
 	check "... with a clear kernel message" kgrep "hostile-$port" "$kre"
 	check "... and the helper logged why" sh -c "tail -n +$((lines + 1)) /var/log/messages | grep 'tlsh-helper' | grep -qiE '$hre'"
-	check_fail "... xprtsec=auto fails too (no plaintext fallback)" nfs_mount vers=4.2,xprtsec=auto,port=$port $S $M
+	if [ "$unauth" = unauth ] && nfs_mount vers=4.2,xprtsec=auto,port=$port $S $M; then
+		check "... xprtsec=auto mounts encrypted, the server not authenticated" \
+			sh -c ". /tlsh/guest/lib.sh; . /tlsh/guest/nfs-lib.sh; encrypted $M 1 && authenticated $M 0"
+		umount $M
+	else
+		check_fail "... xprtsec=auto fails too (no plaintext fallback)" nfs_mount vers=4.2,xprtsec=auto,port=$port $S $M
+	fi
 	check_fail "... nothing is mounted" grep -q " $M " /proc/mounts
 	check "... the front relayed nothing in plaintext" no_plaintext "$port"
 }
@@ -60,7 +69,7 @@ front_stop 3061
 
 front 3062 --cert $CERTS/server-chain100.pem --key $CERTS/server-chain100-key.pem
 refused 3062 "certificate chain of 100 entries" \
-	'TLS handshake with server.test .* failed: server certificate not trusted' 'not trusted|issuer|signer|chain|depth'
+	'TLS handshake with server.test .* failed: server certificate not trusted' 'not trusted|issuer|signer|chain|depth' unauth
 front_stop 3062
 
 # --- around the handshake: the server closes or resets after the
