@@ -644,6 +644,10 @@ int hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 	} else {
 		hs->x509 = p->x509;
 		hs->auth_optional = p->auth_optional;
+		/* not verifying at all is not authenticating: say so where
+		 * the kernel lets us */
+		if (hs_cfg->encryption_only && p->auth_optional)
+			hs->unauthenticated = 1;
 		ret = gnutls_credentials_set(hs->session, GNUTLS_CRD_CERTIFICATE,
 					     hs_xcred);
 		if (ret == 0 && !hs_cfg->encryption_only)

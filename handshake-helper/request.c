@@ -236,7 +236,10 @@ static int report_unauthenticated(int fd, const struct tlsh_request *r,
 	char why[256];
 	int one = 1;
 
-	hs_verify_reasons(hs, why, sizeof(why));
+	if (hs->verify_status)
+		hs_verify_reasons(hs, why, sizeof(why));
+	else
+		snprintf(why, sizeof(why), "encryption-only = yes");
 	if (setsockopt(fd, SOL_TLSH, TLSH_UNAUTHENTICATED, &one,
 		       sizeof(one)) < 0) {
 		int e = errno;
