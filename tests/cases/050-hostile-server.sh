@@ -33,16 +33,24 @@ no_plaintext() {
 # reasons; with UNAUTH ("unauth"), the server's certificate is merely
 # unverifiable, and xprtsec=auto may instead mount encrypted without
 # authenticating it (never in plaintext)
-refused() {
-	local port=$1 what=$2 kre=$3 hre=$4 unauth=${5:-} start el lines
-	kmark "hostile-$port"
+# tls_fails MARK PORT WHAT KERNEL-RE HELPER-RE: an xprtsec=tls mount
+# against the front on PORT fails within 30 s, the kernel log after MARK
+# matches KERNEL-RE and the helper's new log lines HELPER-RE
+tls_fails() {
+	local mark=$1 port=$2 what=$3 kre=$4 hre=$5 start el lines
+	kmark "$mark"
 	lines=$(wc -l < /var/log/messages)
 	start=$(date +%s)
 	check_fail "$what: xprtsec=tls mount fails" nfs_mount vers=4.2,xprtsec=tls,port=$port $S $M
 	el=$(( $(date +%s) - start ))
 	check "... within 30 s (took ${el} s)" [ $el -le 30 ]
-	check "... with a clear kernel message" kgrep "hostile-$port" "$kre"
+	check "... with a clear kernel message" kgrep "$mark" "$kre"
 	check "... and the helper logged why" sh -c "tail -n +$((lines + 1)) /var/log/messages | grep 'tlsh-helper' | grep -qiE '$hre'"
+}
+
+refused() {
+	local port=$1 unauth=${5:-}
+	tls_fails "hostile-$port" "$port" "$2" "$3" "$4"
 	if [ "$unauth" = unauth ] && nfs_mount vers=4.2,xprtsec=auto,port=$port $S $M; then
 		check "... xprtsec=auto mounts encrypted, the server not authenticated" \
 			sh -c ". /tlsh/guest/lib.sh; . /tlsh/guest/nfs-lib.sh; encrypted $M 1 && authenticated $M 0"
@@ -77,16 +85,9 @@ front_stop 3062
 # What a 6.4+ knfsd without tlshd does: xprtsec=tls fails and says why;
 # xprtsec=auto continues in plaintext on a new connection, and says why
 fallback() {
-	local port=$1 what=$2 start el lines
-	kmark "fallback-$port"
-	lines=$(wc -l < /var/log/messages)
-	start=$(date +%s)
-	check_fail "$what: xprtsec=tls mount fails" nfs_mount vers=4.2,xprtsec=tls,port=$port $S $M
-	el=$(( $(date +%s) - start ))
-	check "... within 30 s (took ${el} s)" [ $el -le 30 ]
-	check "... the kernel says the server closed the connection during the handshake" \
-		kgrep "fallback-$port" 'TLS handshake with server.test .* failed: the server closed the connection during the handshake'
-	check "... and the helper logged it" sh -c "tail -n +$((lines + 1)) /var/log/messages | grep 'tlsh-helper' | grep -qiE 'closed|reset'"
+	local port=$1
+	tls_fails "fallback-$port" "$port" "$2" \
+		'TLS handshake with server.test .* failed: the server closed the connection during the handshake' 'closed|reset'
 	kmark "fallback-auto-$port"
 	check "... xprtsec=auto mounts, in plaintext on a new connection" \
 		sh -c ". /tlsh/guest/lib.sh; . /tlsh/guest/nfs-lib.sh; nfs_mount vers=4.2,xprtsec=auto,port=$port $S $M && plaintext $M"

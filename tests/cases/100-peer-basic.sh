@@ -17,10 +17,7 @@ peer_ready "peer tests" || exit 0
 
 R=$TLSH_PEER_NAME
 M=/mnt/peer
-mkdir -p $M /etc/tlsh
-tlsh_config
-dd if=/dev/urandom of=/tmp/p16 bs=1M count=16 status=none
-want=$(sha256sum < /tmp/p16 | cut -d' ' -f1)
+peer_case $M /tmp/p16
 yes TLSH-PLAINTEXT-MARKER | head -c 1048576 > /tmp/marker
 
 # same_on_peer FILE: the peer's /export/FILE has the sha256 of /tmp/p16

@@ -45,6 +45,16 @@ peer() {
 	return "$rc"
 }
 
+# peer_case MOUNTPOINT DATAFILE: the common start of a peer case: the
+# mount point, the helper's test configuration, 16 MiB of random data in
+# DATAFILE and its sha256 in $want
+peer_case() {
+	mkdir -p "$1" /etc/tlsh
+	tlsh_config
+	dd if=/dev/urandom of="$2" bs=1M count=16 status=none
+	want=$(sha256sum < "$2" | cut -d' ' -f1)
+}
+
 # peer_mount OPTIONS MOUNTPOINT: mount the peer's export, no retries
 peer_mount() {
 	mkdir -p "$2"
