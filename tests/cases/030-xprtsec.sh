@@ -182,6 +182,10 @@ check_fail "after the server stops offering TLS, I/O does not go on in plaintext
 check "... the kernel refused plaintext" kgrep downgrade 'does not offer RPC-with-TLS; no plaintext'
 check "... the server got no RPC but probes" sh -c "! awk '/probe=forwarded/ { split(\$0, a, \"c2b=\"); split(a[2], b, \" \"); if (b[1] + 0 > 44) bad = 1 } END { exit !bad }' $TLSH_ARTIFACTS/front-3058.log"
 umount -f -l $M
+# with TLS back, the unmounted client ends its session and goes away
+front_stop 3058
+front 3058
+check "... once unmounted, the client ends its session and is gone" wait_for 60 nfs_client_gone 3058
 front_stop 3058
 
 rm -f $TLSH_EXPORT_DIR/r8 $TLSH_EXPORT_DIR/v $TLSH_EXPORT_DIR/marker $TLSH_EXPORT_DIR/n4

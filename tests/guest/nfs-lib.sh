@@ -34,6 +34,15 @@ front_stop() {
 	wait_for 10 sh -c "! kill -0 $pid 2>/dev/null"
 }
 
+# nfs_client_gone PORT: no NFS client of this namespace is left for a
+# server on PORT (/proc/fs/nfsfs/servers lists ports in hex). A client
+# that lingers after its unmount would be taken for the same server by a
+# later mount through another front of the same knfsd (NFSv4.1 trunking).
+nfs_client_gone() {
+	awk -v p="$(printf '%x' "$1")" 'NR > 1 && $3 == p { found = 1 }
+		END { exit found }' /proc/fs/nfsfs/servers
+}
+
 # nfs_mount OPTIONS SERVER MOUNTPOINT: mount the export, no retries
 nfs_mount() {
 	mkdir -p "$3"
