@@ -115,6 +115,33 @@ ROWS = [
     ("meta.remove.tls", "remove, tls", "files/s"),
     ("meta.remove.stunnel", "remove, stunnel", "files/s"),
     ("meta.remove.none-front", "remove, none through the TLS front", "files/s"),
+    ('Against the upstream 6.12 server (ref.test): our client vs the 6.12 client with tlshd', None, None),
+    ('peer.tlsh.mount.none', 'ours: mount, none', 'ms'),
+    ('peer.upstream.mount.none', '6.12: mount, none', 'ms'),
+    ('peer.tlsh.mount.tls.warm', 'ours: mount, tls, agent warm', 'ms'),
+    ('peer.upstream.mount.tls.warm', '6.12: mount, tls, agent warm', 'ms'),
+    ('peer.tlsh.mount.tls.cold', 'ours: mount, tls, agent cold', 'ms'),
+    ('peer.upstream.mount.tls.cold', '6.12: mount, tls, agent cold', 'ms'),
+    ('peer.tlsh.mount.auto.notlshd', 'ours: mount, auto, server without tlshd', 'ms'),
+    ('peer.upstream.mount.auto.notlshd', '6.12: mount, auto, server without tlshd', 'ms'),
+    ('peer.tlsh.mount.none.notlshd', 'ours: mount, none, server without tlshd', 'ms'),
+    ('peer.upstream.mount.none.notlshd', '6.12: mount, none, server without tlshd', 'ms'),
+    ('peer.tlsh.tput.write.none', 'ours: write, none', 'MiB/s'),
+    ('peer.upstream.tput.write.none', '6.12: write, none', 'MiB/s'),
+    ('peer.tlsh.tput.write.tls', 'ours: write, tls', 'MiB/s'),
+    ('peer.upstream.tput.write.tls', '6.12: write, tls', 'MiB/s'),
+    ('peer.tlsh.tput.read.none', 'ours: read, none', 'MiB/s'),
+    ('peer.upstream.tput.read.none', '6.12: read, none', 'MiB/s'),
+    ('peer.tlsh.tput.read.tls', 'ours: read, tls', 'MiB/s'),
+    ('peer.upstream.tput.read.tls', '6.12: read, tls', 'MiB/s'),
+    ('peer.tlsh.cpu.write.none', 'ours: CPU per MiB written, none (client VM)', 'ms/MiB'),
+    ('peer.upstream.cpu.write.none', '6.12: CPU per MiB written, none (client VM)', 'ms/MiB'),
+    ('peer.tlsh.cpu.write.tls', 'ours: CPU per MiB written, tls (client VM)', 'ms/MiB'),
+    ('peer.upstream.cpu.write.tls', '6.12: CPU per MiB written, tls (client VM)', 'ms/MiB'),
+    ('peer.tlsh.cpu.read.none', 'ours: CPU per MiB read, none (client VM)', 'ms/MiB'),
+    ('peer.upstream.cpu.read.none', '6.12: CPU per MiB read, none (client VM)', 'ms/MiB'),
+    ('peer.tlsh.cpu.read.tls', 'ours: CPU per MiB read, tls (client VM)', 'ms/MiB'),
+    ('peer.upstream.cpu.read.tls', '6.12: CPU per MiB read, tls (client VM)', 'ms/MiB'),
 ]
 
 # (label, numerator, denominator, op, limit): ratio of medians
@@ -126,6 +153,14 @@ TARGETS = [
     ("kTLS write throughput >= 1.5x stunnel", "tput.write.tls", "tput.write.stunnel", ">=", 1.5),
     ("kTLS read throughput >= 1.5x stunnel", "tput.read.tls", "tput.read.stunnel", ">=", 1.5),
     ("64 concurrent handshakes <= 40x one", "scale.hs.64", "scale.hs.1", "<=", 40),
+    ("peer: our warm tls mount <= the 6.12 client's", "peer.tlsh.mount.tls.warm",
+     "peer.upstream.mount.tls.warm", "<=", 1.0),
+    ("peer: our cold tls mount <= 1.5x the 6.12 client's (warm)", "peer.tlsh.mount.tls.cold",
+     "peer.upstream.mount.tls.warm", "<=", 1.5),
+    ("peer: tls write throughput >= 0.9x the 6.12 client's", "peer.tlsh.tput.write.tls",
+     "peer.upstream.tput.write.tls", ">=", 0.9),
+    ("peer: tls read throughput >= 0.9x the 6.12 client's", "peer.tlsh.tput.read.tls",
+     "peer.upstream.tput.read.tls", ">=", 0.9),
 ]
 # ratios shown for context, no target
 CONTEXT = [
@@ -142,6 +177,13 @@ CONTEXT = [
     ("tls mount warm / none mount", "mount.tls.warm", "mount.none"),
     ("stunnel write throughput / none", "tput.write.stunnel", "tput.write.none"),
     ("kTLS write throughput / none", "tput.write.tls", "tput.write.none"),
+    ("peer: our none mount / the 6.12 client's", "peer.tlsh.mount.none", "peer.upstream.mount.none"),
+    ("peer: our auto mount, no tlshd / the 6.12 client's none mount, no tlshd",
+     "peer.tlsh.mount.auto.notlshd", "peer.upstream.mount.none.notlshd"),
+    ("peer: our CPU per MiB written, tls / the 6.12 client's", "peer.tlsh.cpu.write.tls",
+     "peer.upstream.cpu.write.tls"),
+    ("peer: our CPU per MiB read, tls / the 6.12 client's", "peer.tlsh.cpu.read.tls",
+     "peer.upstream.cpu.read.tls"),
 ]
 
 LINE = re.compile(r"(BENCH|BENCHNA|BENCHINFO) (\S+)(?: (.*))?$")
@@ -315,8 +357,8 @@ def chart(out, stats):
             for j, (lab, mdn, p) in enumerate(rows):
                 f.write('%d "%s" %g %g\n' % (j, lab, mdn, p))
         gp.append('set title "%s"' % title)
-        gp.append("set logscale y" if i in (1, 2) else "unset logscale y")
-        gp.append("set yrange [*:*]" if i in (1, 2) else "set yrange [0:*]")
+        gp.append("set logscale y" if i in (1, 2) and rows else "unset logscale y")
+        gp.append("set yrange [*:*]" if i in (1, 2) and rows else "set yrange [0:*]")
         if rows:
             gp.append('plot "%s" using 1:3:xtic(2) with boxes lc rgb "#4a7ab0", '
                       '"" using 1:3:3:4 with yerrorbars lc rgb "black" pt 0' % data)

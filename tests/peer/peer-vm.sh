@@ -100,3 +100,45 @@ peer_boot_failed() {
 	[ -s "$3" ] && sed 's/^/  qemu: /' "$3" >&2
 	return 0
 }
+
+# peer_client_run EXTRA_CPIO LOG LIMIT: boot the peer's kernel a second
+# time, as the upstream *client* (tlsh.role=client: 198.51.100.2, tlshd
+# resident, no NFS server), linked to the running peer (peer_port), with
+# EXTRA_CPIO after the peer's root file system (it brings
+# /etc/peer/client-run.sh, which the client runs before powering off).
+# The console goes to LOG. Same vCPUs and memory as our guest
+# (TLSH_VM_SMP, TLSH_VM_MEM), so that the two clients compare. Returns the
+# script's status, 124 after LIMIT seconds.
+peer_client_run() {
+	local cpio=$1 log=$2 limit=$3 both pid t0=$SECONDS rc
+	both=$(mktemp "$B/peer/client-initramfs.XXXXXX")
+	cat "$B/peer/initramfs.cpio" "$cpio" > "$both"
+	: > "$log"
+	qemu-system-x86_64 -accel tcg -machine microvm,acpi=off -cpu max \
+		-smp "${TLSH_VM_SMP:-2}" -m "${TLSH_VM_MEM:-2048}" \
+		-display none -no-reboot -nic none -monitor none -serial "file:$log" \
+		-netdev "socket,id=p0,connect=127.0.0.1:$peer_port" \
+		-device virtio-net-device,netdev=p0,mac=52:54:00:00:01:02 \
+		-kernel "$B/peer/kbuild/arch/x86/boot/bzImage" -initrd "$both" \
+		-append "console=ttyS0 loglevel=5 panic=-1 tlsh.role=client" \
+		</dev/null > "$log.qemu" 2>&1 &
+	pid=$!
+	while kill -0 "$pid" 2>/dev/null; do
+		grep -aq "TLSH-PEER-CLIENT-DONE" "$log" && break
+		if [ $((SECONDS - t0)) -ge "$limit" ]; then
+			echo "peer client: not done within $limit s" >&2
+			kill "$pid" 2>/dev/null
+			wait "$pid" 2>/dev/null
+			rm -f "$both"
+			return 124
+		fi
+		sleep 1
+	done
+	sleep 1
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	rm -f "$both"
+	rc=$(grep -ao "TLSH-PEER-CLIENT-DONE rc=[0-9]*" "$log" | tail -1)
+	rc=${rc##*=}
+	return "${rc:-125}"
+}

@@ -1,0 +1,138 @@
+#!/bin/bash
+# The peer comparison of make bench (tests/bench/run.sh puts the settings
+# in front of this file): the same measurements, against the same upstream
+# 6.12 server (ref.test: knfsd with tlshd), from two clients in turn:
+#   CLIENT=tlsh      our guest (patched 6.1, the agent started on demand)
+#   CLIENT=upstream  the peer's kernel booted as a client (6.12, tlshd
+#                    resident)
+# Each client VM has the same vCPUs and memory. Output: BENCH/BENCHNA/
+# BENCHINFO lines (tests/bench/report.py), metrics peer.CLIENT.*.
+#
+#   mount.none, mount.tls (tlsh: .warm, the agent still up, and .cold,
+#   none running), mount.auto.notlshd (tlsh: xprtsec=auto with tlshd
+#   stopped on the server; upstream has no xprtsec=auto:
+#   mount.none.notlshd stands for what its users do instead)
+#   tput.{write,read}.{none,tls}: MiB/s of PEER_MIB MiB, written with
+#   fsync, read after a remount; cpu.{write,read}.{none,tls}: busy CPU
+#   time of the whole client VM per MiB (ms/MiB)
+export LC_ALL=C
+: "${CLIENT:=tlsh}" "${PEER_MOUNT_REPS:=8}" "${PEER_MIB:=128}"
+SERVER=ref.test
+SERVER_ADDR=198.51.100.1
+M=/mnt/peerbench
+CERTS=/etc/tlsh-test-certs
+P=peer.$CLIENT
+
+emit() { echo "BENCH $P.$1 $2"; }
+na() { local m=$1; shift; echo "BENCHNA $P.$m $*"; }
+info() { echo "BENCHINFO $P.$*"; }
+now() { NOW=${EPOCHREALTIME/./}; }
+ms_since() { now; MS=$(( (NOW - $1) / 1000 )).$(printf '%03d' $(( (NOW - $1) % 1000 ))); }
+cpu_ticks() { awk '/^cpu / {print $2+$3+$4+$7+$8+$9; exit}' /proc/stat; }
+
+# ctl COMMAND...: the server peer's control service (tests/peer/peer-cmd)
+ctl() {
+	timeout 30 bash -c 'exec 3<>/dev/tcp/$0/7000 || exit 125
+		printf "%s\n" "$1" >&3; cat <&3' "$SERVER_ADDR" "$*" | grep -q 'peer-rc=0'
+}
+
+mnt() { mount -t nfs -o "vers=4.2,retry=0,$1" "$SERVER:/export" $M; }
+
+agents() { pgrep -x tlsh-helper; }
+agent_gone() { [ -z "$(agents)" ]; }
+wait_agent_gone() {
+	local i
+	for i in $(seq 300); do agent_gone && return 0; sleep 0.1; done
+	return 1
+}
+
+# mount_latency METRIC OPTIONS [cold]: PEER_MOUNT_REPS mount+umount
+# pairs, the mount timed; "cold": no agent running before each
+mount_latency() {
+	local metric=$1 opts=$2 cold=${3:-} i ok=0
+	umount $M 2>/dev/null
+	# one untimed mount: the server's export cache, the client's name lookups
+	[ -n "$cold" ] || { mnt "$opts" && umount $M; }
+	for i in $(seq "$PEER_MOUNT_REPS"); do
+		[ -z "$cold" ] || wait_agent_gone || { na "$metric" "the agent did not exit"; return; }
+		now; local t0=$NOW
+		if mnt "$opts"; then
+			ms_since $t0
+			emit "$metric" "$MS"
+			ok=$((ok + 1))
+			umount $M
+		fi
+	done
+	[ $ok -gt 0 ] || na "$metric" "no mount with $opts succeeded"
+}
+
+# transfer KIND OPTIONS: write then read PEER_MIB MiB
+transfer() {
+	local kind=$1 opts=$2 t0 c0 c1
+	mnt "$opts" || { na "tput.write.$kind" "mount with $opts failed"; return; }
+	rm -f $M/bench-$CLIENT
+	c0=$(cpu_ticks); now; t0=$NOW
+	if dd if=/dev/zero of=$M/bench-$CLIENT bs=1M count="$PEER_MIB" conv=fsync status=none; then
+		ms_since $t0; c1=$(cpu_ticks)
+		emit "tput.write.$kind" "$(awk -v m="$PEER_MIB" -v t="$MS" 'BEGIN { printf "%.2f", m * 1000 / t }')"
+		emit "cpu.write.$kind" "$(awk -v m="$PEER_MIB" -v c=$((c1 - c0)) 'BEGIN { printf "%.3f", c * 10 / m }')"
+	else
+		na "tput.write.$kind" "dd failed"
+	fi
+	umount $M
+	mnt "$opts" || { na "tput.read.$kind" "remount failed"; return; }
+	c0=$(cpu_ticks); now; t0=$NOW
+	if dd if=$M/bench-$CLIENT of=/dev/null bs=1M status=none; then
+		ms_since $t0; c1=$(cpu_ticks)
+		emit "tput.read.$kind" "$(awk -v m="$PEER_MIB" -v t="$MS" 'BEGIN { printf "%.2f", m * 1000 / t }')"
+		emit "cpu.read.$kind" "$(awk -v m="$PEER_MIB" -v c=$((c1 - c0)) 'BEGIN { printf "%.3f", c * 10 / m }')"
+	else
+		na "tput.read.$kind" "dd failed"
+	fi
+	rm -f $M/bench-$CLIENT
+	umount $M
+}
+
+mkdir -p $M
+info kernel "$(uname -r), $(nproc) vCPU, $(awk '/MemTotal/ {print int($2 / 1024)}' /proc/meminfo) MiB"
+ctl tlshd start trusted || echo "# peer compare: the server's tlshd did not (re)start"
+if [ "$CLIENT" = tlsh ]; then
+	# the agent trusts the bench CA, exits 2 s after its last handshake
+	# (the cold mounts wait for that), logs only warnings
+	mkdir -p /etc/tlsh
+	cat > /etc/tlsh/tlsh-helper.conf <<C
+[global]
+trust-store = $CERTS/ca.pem
+idle-timeout = 2
+log-level = warning
+C
+	info agent "tlsh-helper, started by request-key, idle-timeout 2 s"
+else
+	info agent "tlshd of ktls-utils 1.4.0, resident"
+fi
+
+mount_latency mount.none xprtsec=none
+if [ "$CLIENT" = tlsh ]; then
+	mount_latency mount.tls.warm xprtsec=tls
+	mount_latency mount.tls.cold xprtsec=tls cold
+else
+	mount_latency mount.tls.warm xprtsec=tls
+	na mount.tls.cold "tlshd is resident: every mount is warm"
+fi
+
+if ctl tlshd stop; then
+	if [ "$CLIENT" = tlsh ]; then
+		mount_latency mount.auto.notlshd xprtsec=auto
+		mount_latency mount.none.notlshd xprtsec=none
+	else
+		na mount.auto.notlshd "linux 6.12 has no xprtsec=auto"
+		mount_latency mount.none.notlshd xprtsec=none
+	fi
+	ctl tlshd start trusted || echo "# peer compare: the server's tlshd did not restart"
+else
+	na mount.auto.notlshd "the server's tlshd could not be stopped"
+fi
+
+transfer none xprtsec=none
+transfer tls xprtsec=tls
+exit 0
