@@ -15,7 +15,7 @@ KSRC := $(B)/linux
 KOBJ := $(B)/kbuild
 DEPS_OK := $(shell $(TOP)/tests/deps.sh --check 2>/dev/null && echo yes)
 
-.PHONY: all deps kernel helper front kmod certs tools initramfs peer check check-host \
+.PHONY: all deps kernel uapi helper front kmod certs tools initramfs peer check check-host \
 	check-guest check-debug demo shell bench install clean distclean checkpatch
 
 all: kernel helper initramfs
@@ -32,7 +32,11 @@ endif
 kernel: ensure-deps
 	$(TOP)/tests/build-kernel.sh
 
-helper: ensure-deps
+# the series' UAPI headers, which the helper is built against
+uapi: ensure-deps
+	@$(TOP)/tests/build-kernel.sh --headers-only
+
+helper: ensure-deps uapi
 	@if [ -f handshake-helper/Makefile ]; then $(MAKE) -C handshake-helper; fi
 
 front: ensure-deps
@@ -46,10 +50,10 @@ kmod: kernel
 
 # Small test programs run inside the guest
 TOOLS := $(patsubst tests/tools/%.c,$(B)/tools/%,$(wildcard tests/tools/*.c))
-tools: $(TOOLS)
-$(B)/tools/%: tests/tools/%.c
+tools: uapi $(TOOLS)
+$(B)/tools/%: tests/tools/%.c $(B)/uapi/.tlsh-uapi
 	@mkdir -p $(B)/tools
-	$(CC) -std=c11 -Wall -Wextra -Werror -O2 -o $@ $<
+	$(CC) -std=c11 -Wall -Wextra -Werror -O2 -isystem $(B)/uapi/include -o $@ $<
 # the threaded TLS echo server (scaling cases and the bench)
 $(B)/tools/hs-serv: tests/tools/hs-serv.c
 	@mkdir -p $(B)/tools
@@ -100,6 +104,7 @@ bench: $(if $(BENCH_NO_KERNEL),ensure-deps,kernel)
 		$(CC) -std=c11 -Wall -Wextra -Werror -O2 -pthread -o $(B)/bench/bin/$$(basename $$c .c) \
 			$$c $$(pkg-config --cflags --libs gnutls) || exit 1; done
 	$(MAKE) -s initramfs
+	@[ "$(BENCH_PEER)" = 0 ] || [ -n "$(filter-out peer,$(BENCH_ONLY))" ] || $(MAKE) -s peer
 	tests/bench/run.sh
 
 checkpatch: kernel

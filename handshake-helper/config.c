@@ -145,10 +145,10 @@ static int set_value(struct config *cfg, enum cfg_key k, const char *val,
 		cfg->crl_line = line;
 		return 0;
 	case K_PRIORITIES:
-		if (!valid_token(val, TLSH_PRIORITIES_MAX)) {
+		if (!valid_token(val, TLSH_MAX_PRIORITIES)) {
 			snprintf(why, whylen,
 				 "must be 1..%d printable characters without spaces",
-				 TLSH_PRIORITIES_MAX);
+				 TLSH_MAX_PRIORITIES);
 			return -1;
 		}
 		if (config_check_priorities(val, why, whylen) < 0)

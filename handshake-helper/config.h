@@ -5,6 +5,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <linux/tls.h>	/* the series' UAPI: TLSH_MAX_PRIORITIES */
 
 #ifndef TLSH_CONFIG_FILE
 #define TLSH_CONFIG_FILE "/etc/tlsh/tlsh-helper.conf"
@@ -32,7 +33,6 @@
 	"-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:+CHACHA20-POLY1305:"        \
 	"+AES-128-CCM:" TLSH_DEFAULT_GROUPS ":%NO_TICKETS"
 
-#define TLSH_PRIORITIES_MAX	1024	/* bytes, config and kernel */
 #define TLSH_DEFAULT_IDLE	5	/* seconds */
 #define TLSH_DEFAULT_HS_TIMEOUT	15	/* seconds */
 #define TLSH_MAX_IDLE		86400
@@ -44,7 +44,7 @@ struct config {
 	unsigned trust_store_line;
 	char crl[PATH_MAX];		/* "" = none */
 	unsigned crl_line;
-	char priorities[TLSH_PRIORITIES_MAX + 1];	/* "" = built-in */
+	char priorities[TLSH_MAX_PRIORITIES + 1];	/* "" = built-in */
 	int tls12;			/* allow TLS 1.2 */
 	unsigned idle_timeout;		/* seconds, 0 = never */
 	unsigned handshake_timeout;	/* seconds */

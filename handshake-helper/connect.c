@@ -11,7 +11,6 @@
 #include "keyring.h"
 #include "ktls.h"
 #include "log.h"
-#include "tlsh_uapi.h"
 #include "util.h"
 
 #include <errno.h>

@@ -12,7 +12,6 @@
 #include "handshake.h"
 #include "ktls.h"
 #include "log.h"
-#include "tlsh_uapi.h"
 #include "util.h"
 
 #include <arpa/inet.h>
@@ -591,7 +590,7 @@ static int psk_callback(gnutls_session_t s, char **username,
 int hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 	   char *err, size_t errlen)
 {
-	char prio[TLSH_PRIORITIES_MAX + 64];
+	char prio[TLSH_MAX_PRIORITIES + 64];
 	const char *errpos = NULL;
 	int ret, flags, status;
 	uint64_t t0, t1;
@@ -711,6 +710,34 @@ int hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 	if (ktls_check(hs->session, err, errlen) < 0)
 		return EPROTO;
 	return 0;
+}
+
+int hs_closed_after(struct hs_session *hs, int fd, char *err, size_t errlen)
+{
+	char buf[256];
+
+	for (int i = 0; i < 8; i++) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&pfd, 1, 100) <= 0)
+			break;
+		n = gnutls_record_recv(hs->session, buf, sizeof(buf));
+		if (n == GNUTLS_E_FATAL_ALERT_RECEIVED) {
+			const char *an =
+				gnutls_alert_get_name(gnutls_alert_get(hs->session));
+
+			snprintf(err, errlen,
+				 "the server refused the session after the handshake: %s",
+				 an ? an : "unknown alert");
+			return EACCES;
+		}
+		if (n <= 0 && n != GNUTLS_E_AGAIN && n != GNUTLS_E_INTERRUPTED)
+			break;
+	}
+	snprintf(err, errlen,
+		 "the server closed the connection right after the handshake");
+	return ECONNRESET;
 }
 
 void hs_session_free(struct hs_session *hs)

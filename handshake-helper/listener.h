@@ -5,6 +5,13 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <linux/tls.h>	/* the series' UAPI: struct sockaddr_tlsh */
+
+/* The kernel's address family (include/linux/socket.h): C libraries do
+ * not know it yet, and the kernel does not export it to user space. */
+#ifndef AF_TLSH
+#define AF_TLSH		46
+#endif
 
 #define LISTENER_MAX_INFLIGHT	128
 

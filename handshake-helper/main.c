@@ -313,7 +313,7 @@ int main(int argc, char **argv)
 			cflags++;
 			break;
 		case OPT_PRIORITIES:
-			if (!valid_token(optarg, TLSH_PRIORITIES_MAX)) {
+			if (!valid_token(optarg, TLSH_MAX_PRIORITIES)) {
 				log_err("--priorities: bad priority string");
 				return 2;
 			}

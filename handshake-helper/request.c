@@ -9,7 +9,6 @@
 #include "keyring.h"
 #include "ktls.h"
 #include "log.h"
-#include "tlsh_uapi.h"
 #include "util.h"
 
 #include <arpa/inet.h>
@@ -120,10 +119,10 @@ int request_read(int fd, const struct config *cfg, struct tlsh_request *r,
 		return EINVAL;
 	}
 	ret = get_string(fd, TLSH_PRIORITIES, "TLSH_PRIORITIES", r->priorities,
-			 TLSH_PRIORITIES_MAX, err, errlen);
+			 TLSH_MAX_PRIORITIES, err, errlen);
 	if (ret)
 		return ret;
-	if (r->priorities[0] && !valid_token(r->priorities, TLSH_PRIORITIES_MAX)) {
+	if (r->priorities[0] && !valid_token(r->priorities, TLSH_MAX_PRIORITIES)) {
 		snprintf(err, errlen, "TLSH_PRIORITIES is not printable ASCII");
 		return EINVAL;
 	}
@@ -166,11 +165,11 @@ int request_read(int fd, const struct config *cfg, struct tlsh_request *r,
 	else if (ret)
 		return ret;
 	ret = get_string(fd, TLSH_PEERNAME, "TLSH_PEERNAME", r->peername,
-			 TLSH_PEERNAME_MAX, err, errlen);
+			 TLSH_MAX_PEERNAME, err, errlen);
 	if (ret)
 		return ret;
 	if (r->peername[0]) {
-		char norm[TLSH_PEERNAME_MAX + 1];
+		char norm[TLSH_MAX_PEERNAME + 1];
 
 		if (normalize_peername(r->peername, norm, sizeof(norm)) < 0) {
 			snprintf(err, errlen, "TLSH_PEERNAME is neither a DNS name nor an IP address");
@@ -303,6 +302,8 @@ void request_serve(int fd, void *arg)
 	if (!status) {
 		t_ktls = now_us();
 		status = ktls_install(fd, hs.session, err, sizeof(err));
+		if (status == ENOTCONN || status == ECONNRESET || status == EPIPE)
+			status = hs_closed_after(&hs, fd, err, sizeof(err));
 	}
 	if (!status && hs.unauthenticated)
 		status = report_unauthenticated(fd, &r, &hs, err, sizeof(err));

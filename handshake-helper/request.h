@@ -6,14 +6,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <linux/tls.h>	/* the series' UAPI: TLSH_*, TLSH_MAX_PEERNAME */
+
 #include "config.h"
 
-#define TLSH_PEERNAME_MAX 255
+/* The kernel's option level (include/linux/socket.h): C libraries do not
+ * know it yet, and the kernel does not export it to user space. */
+#ifndef SOL_TLSH
+#define SOL_TLSH	288
+#endif
 
 struct tlsh_request {
 	int type;
-	char priorities[TLSH_PRIORITIES_MAX + 1];
-	char peername[TLSH_PEERNAME_MAX + 1];
+	char priorities[TLSH_MAX_PRIORITIES + 1];
+	char peername[TLSH_MAX_PEERNAME + 1];
 	int32_t peerid;
 	int32_t cert;
 	int32_t keyring;		/* to link before reading the keys */

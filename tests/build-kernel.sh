@@ -13,6 +13,9 @@
 #
 # Usage: tests/build-kernel.sh [flavor]   (flavor: "" or "debug")
 #        tests/build-kernel.sh --extract-only
+#        tests/build-kernel.sh --headers-only   (the series applied, its
+#                 UAPI headers installed in build/uapi/include: the helper
+#                 builds against them)
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -107,6 +110,18 @@ done < "$stage/.files"
 [ ${#patches[@]} -eq 0 ] || files_of "${patches[@]}" > "$src/.tlsh-applied"
 [ ${#patches[@]} -ne 0 ] || : > "$src/.tlsh-applied"
 log "${#patches[@]} patches applied, $changed files updated"
+
+# 3b. the series' UAPI headers (headers_install needs no configuration)
+# (stamped with the series it came from, whoever applied it)
+hdr=$B/uapi
+series_sum=$(cat /dev/null "${patches[@]}" | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$hdr/.tlsh-uapi" 2>/dev/null)" != "$series_sum" ]; then
+	rm -rf "$hdr"
+	make -s -C "$src" O="$B/kbuild-uapi" headers_install INSTALL_HDR_PATH="$hdr"
+	echo "$series_sum" > "$hdr/.tlsh-uapi"
+	log "UAPI headers installed in $hdr/include"
+fi
+[ "$flavor" = --headers-only ] && exit 0
 
 # 4. configuration: allnoconfig + the committed fragment(s)
 frags=("$top/tests/kconfig/tlsh.config")

@@ -69,6 +69,8 @@ step() {
 }
 
 if [ $host -eq 1 ]; then
+	# the helper and the test tools build against the series' own headers
+	step "the series' UAPI headers install (make uapi)" "$B/logs/uapi.log" make -C "$top" uapi
 	for t in "$top"/tests/unit/*.sh; do
 		[ -x "$t" ] || continue
 		name=$(basename "$t" .sh)

@@ -83,21 +83,8 @@
 #ifndef TCP_ULP
 #define TCP_ULP 31
 #endif
-
-struct sockaddr_tlsh {
-	unsigned short tlsh_family;
-	unsigned short tlsh_reserved;
-	int tlsh_key;
-	unsigned char tlsh_zero[8];
-};
-
-#define TLSH_PRIORITIES		1
-#define TLSH_PEERID		2
-#define TLSH_HANDSHAKE_TYPE	3
-#define TLSH_X509_CERTIFICATE	4
-#define TLSH_PEERNAME		5
-#define TLSH_TIMEOUT_MS		6
-#define TLSH_STATUS		7
+/* the series' UAPI (make uapi): TLSH_* options, struct sockaddr_tlsh */
+#include <linux/tls.h>
 
 #define NFDS	16
 #define PG	4096

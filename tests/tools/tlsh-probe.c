@@ -28,13 +28,8 @@
 #ifndef SOL_TLSH
 #define SOL_TLSH 288
 #endif
-
-struct sockaddr_tlsh {
-	unsigned short tlsh_family;
-	unsigned short tlsh_reserved;
-	int tlsh_key;
-	unsigned char tlsh_zero[8];
-};
+/* the series' UAPI (make uapi): struct sockaddr_tlsh */
+#include <linux/tls.h>
 
 static int report(const char *what, int ret)
 {

@@ -10,7 +10,6 @@
 #include "handshake.h"
 #include "log.h"
 #include "tap.h"
-#include "tlsh_uapi.h"
 
 #include <stdlib.h>
 #include <string.h>

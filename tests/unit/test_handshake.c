@@ -21,7 +21,6 @@
 #include "ktls.h"
 #include "log.h"
 #include "tap.h"
-#include "tlsh_uapi.h"
 #include "util.h"
 
 #include <errno.h>
