@@ -27,6 +27,9 @@
 #define PSK_KX ":+ECDHE-PSK:+DHE-PSK:+PSK"
 
 static gnutls_certificate_credentials_t hs_xcred;
+/* The default priorities, x509 and PSK, parsed once (hs_global_init()):
+ * a request that names its own is parsed for its session alone */
+static gnutls_priority_t hs_prio_default[2];
 static const gnutls_datum_t hs_alpn = {
 	(unsigned char *)"sunrpc", sizeof("sunrpc") - 1
 };
@@ -116,6 +119,24 @@ int hs_global_init(const struct config *cfg, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
+	for (int psk = 0; psk < 2; psk++) {
+		char prio[TLSH_MAX_PRIORITIES + 64];
+		const char *errpos = NULL;
+
+		if (hs_priorities(cfg, NULL, psk ? TLSH_TYPE_CLIENTHELLO_PSK :
+				  TLSH_TYPE_CLIENTHELLO_X509, prio,
+				  sizeof(prio)) < 0) {
+			snprintf(err, errlen, "priority string too long");
+			return -1;
+		}
+		ret = gnutls_priority_init(&hs_prio_default[psk], prio, &errpos);
+		if (ret < 0) {
+			snprintf(err, errlen, "bad priority string%s%.40s%s: %s",
+				 errpos ? " at '" : "", errpos ? errpos : "",
+				 errpos ? "'" : "", gnutls_strerror(ret));
+			return -1;
+		}
+	}
 	gnutls_certificate_set_retrieve_function2(hs_xcred, retrieve_cert);
 	gnutls_certificate_set_verify_function(hs_xcred, verify_server);
 	if (cfg->encryption_only) {
@@ -166,6 +187,11 @@ int hs_global_init(const struct config *cfg, char *err, size_t errlen)
 
 void hs_global_deinit(void)
 {
+	for (int psk = 0; psk < 2; psk++) {
+		if (hs_prio_default[psk])
+			gnutls_priority_deinit(hs_prio_default[psk]);
+		hs_prio_default[psk] = NULL;
+	}
 	if (hs_xcred)
 		gnutls_certificate_free_credentials(hs_xcred);
 	hs_xcred = NULL;
@@ -623,7 +649,11 @@ int hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 	}
 	gnutls_session_set_ptr(hs->session, hs);
 	fault_session(hs->session);
-	ret = gnutls_priority_set_direct(hs->session, prio, &errpos);
+	if (p->priorities && p->priorities[0])
+		ret = gnutls_priority_set_direct(hs->session, prio, &errpos);
+	else
+		ret = gnutls_priority_set(hs->session,
+			hs_prio_default[p->type == TLSH_TYPE_CLIENTHELLO_PSK]);
 	if (ret < 0) {
 		snprintf(err, errlen, "bad priority string%s%.40s%s: %s",
 			 errpos ? " at '" : "", errpos ? errpos : "",
