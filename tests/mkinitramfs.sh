@@ -70,7 +70,13 @@ opt_prog "$top/handshake-helper/tlsh-helper-testing" /usr/sbin
 opt_prog "$top/tests/tls-front/tls-front" /usr/local/bin
 if [ -f "$top/handshake-helper/tlsh-helper.conf" ]; then
 	mkdir -p "$root/etc/tlsh"
-	cp "$top/handshake-helper/tlsh-helper.conf" "$root/etc/tlsh/tlsh-helper.conf"
+	# configured as an administrator of the bench network would: the
+	# bench CA trusted (a script given to tests/vm-run mounts with tls
+	# as it is; the cases write the configuration they test)
+	sed 's|^#trust-store = system$|trust-store = /etc/tlsh-test-certs/ca.pem|' \
+		"$top/handshake-helper/tlsh-helper.conf" > "$root/etc/tlsh/tlsh-helper.conf"
+	grep -q '^trust-store = /etc/tlsh-test-certs/ca.pem$' "$root/etc/tlsh/tlsh-helper.conf" ||
+		{ echo "mkinitramfs: the helper's example configuration has no '#trust-store = system' line" >&2; exit 1; }
 fi
 for t in "$B"/tools/*; do
 	[ -x "$t" ] && opt_prog "$t" /usr/local/bin
