@@ -85,7 +85,7 @@ else
 	echo "# the test consumer module is not available: sockets fuzzed without handshakes"
 	mkdir -p /etc/tlsh
 	echo 1 > $TRACE/tracing_on 2>/dev/null
-	for e in $TRACE/events/tls/tlsh_*/enable; do echo 1 > "$e"; done 2>/dev/null
+	for e in $TRACE/events/tlsh/tlsh_*/enable; do echo 1 > "$e"; done 2>/dev/null
 fi
 wait_for 15 sh -c '[ "$(pgrep -x tlsh-helper | wc -l)" = 0 ]'
 

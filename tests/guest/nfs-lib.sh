@@ -7,7 +7,7 @@ FRONT=/usr/local/bin/tls-front
 nfs_trace_setup() {
 	mkdir -p /etc/tlsh
 	tlsh_config "${1:-}"
-	trace_start 'tls/tlsh_*' 'sunrpc/rpc_tls_*' 'sunrpc/xs_tls_contenttype' \
+	trace_start 'tlsh/tlsh_*' 'sunrpc/rpc_tls_*' 'sunrpc/xs_tls_contenttype' \
 		'sunrpc/rpc_clnt_new'
 }
 

@@ -8,11 +8,11 @@ tlsh_setup() {
 	grep -q '^tlsh_test ' /proc/modules || insmod /lib/tlsh/tlsh_test.ko || return 1
 	mkdir -p /etc/tlsh
 	tlsh_config "${1:-}"
-	trace_start 'tls/tlsh_*'
+	trace_start 'tlsh/tlsh_*'
 }
 
 # trace_start EVENT-GLOB...: an empty trace buffer with exactly these
-# events (relative to events/, e.g. 'tls/tlsh_*') enabled
+# events (relative to events/, e.g. 'tlsh/tlsh_*') enabled
 trace_start() {
 	local g e
 	echo 0 > $TRACE/tracing_on

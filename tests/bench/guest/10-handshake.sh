@@ -83,11 +83,11 @@ done
 # wakes up), then the agent works (accepted -> done: six getsockopt()s,
 # the GnuTLS handshake, kTLS installation, the done message); the rest of
 # the consumer's time_us is the TCP connect before the request is queued
-# trace_events 0|1 EVENT...: disable or enable these tls tracepoints
+# trace_events 0|1 EVENT...: disable or enable these tlsh tracepoints
 trace_events() {
 	local on=$1 e
 	shift
-	for e in "$@"; do echo "$on" > $TRACE/events/tls/$e/enable; done
+	for e in "$@"; do echo "$on" > $TRACE/events/tlsh/$e/enable; done
 }
 # tlsh_trace: the tls events of the trace buffer, one "TIMESTAMP EVENT
 # FIRST-FIELD" line each, from the tracer's "task-pid [cpu] flags
