@@ -340,7 +340,7 @@ int netns_from_key(int32_t key, uint32_t *inum, uint64_t *seq, char *err,
 
 		snprintf(err, errlen, "cannot describe key %d: %s", key,
 			 strerror(e));
-		return -e;
+		return e;
 	}
 	/* "type;uid;gid;perm;description" */
 	d = desc;
@@ -355,7 +355,7 @@ int netns_from_key(int32_t key, uint32_t *inum, uint64_t *seq, char *err,
 			 "key %d is not a tlsh key with description netns:<inum>:<seq>",
 			 key);
 		free(desc);
-		return -EINVAL;
+		return EINVAL;
 	}
 	free(desc);
 	return 0;

@@ -36,7 +36,8 @@ void listener_block_signals(void);
 
 /* "netns:<inum>:<seq>" -> inum, seq.  0 or -1. */
 int netns_parse_description(const char *desc, uint32_t *inum, uint64_t *seq);
-/* Check that key is a "tlsh" key and get its namespace.  0 or -errno. */
+/* Check that key is a "tlsh" key and get its namespace.  0 or a
+ * positive errno (EINVAL: not a tlsh key) with a message in err. */
 int netns_from_key(int32_t key, uint32_t *inum, uint64_t *seq, char *err,
 		   size_t errlen);
 /* Inode number of the caller's network namespace, 0 if unknown. */

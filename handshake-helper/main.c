@@ -144,12 +144,12 @@ static int kernel_mode(int32_t key, const char *cfgpath, long idle, int verbose)
 	/* bind() is the authoritative check; a key that is described but
 	 * not as a tlsh key for a namespace is refused here already. */
 	n = netns_from_key(key, &inum, &seq, err, sizeof(err));
-	if (n == -EINVAL) {
+	if (n == EINVAL) {
 		log_err("%s", err);
 		reject_key(key, EINVAL);
 		return 1;
 	}
-	if (n < 0)
+	if (n)
 		log_warn("%s", err);
 	if (load_config(cfgpath, verbose) < 0) {
 		reject_key(key, EKEYREJECTED);
