@@ -85,6 +85,7 @@ check-debug: ensure-deps
 	$(TOP)/tests/check-debug.sh
 
 demo: kernel kmod initramfs
+	@echo "demo: booting the bench guest (~15 s), then a TLS mount end to end (~1 min; tests/demo.sh)" >&2
 	$(TOP)/tests/vm-run --timeout 300 $(TOP)/tests/demo.sh
 
 shell: kernel kmod initramfs

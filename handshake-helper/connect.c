@@ -195,6 +195,15 @@ static int echo(int fd, gnutls_session_t s, int ktls, const char *msg)
 	if (n != (ssize_t)(want + 1)) {
 		log_err("send failed: %s", ktls ? strerror(errno)
 						 : gnutls_strerror((int)n));
+		/* a server that refused us after the handshake may have
+		 * closed before we sent: its alert says why */
+		if (!ktls) {
+			gnutls_record_set_timeout(s, 1000);
+			n = gnutls_record_recv(s, buf, sizeof(buf));
+			if (n == GNUTLS_E_FATAL_ALERT_RECEIVED)
+				log_err("receive failed: %s",
+					gnutls_strerror((int)n));
+		}
 		return -1;
 	}
 	if (!ktls)

@@ -28,44 +28,7 @@ if ! flock -n 9; then
 	exit 1
 fi
 
-n=0 pass=0 fail=0 skipped=0
-tap() {
-	n=$((n + 1))
-	case "$1" in
-	ok)
-		case "$2" in
-		*"# SKIP"*) skipped=$((skipped + 1)) ;;
-		*) pass=$((pass + 1)) ;;
-		esac
-		echo "ok $n - $2" ;;
-	*)
-		fail=$((fail + 1))
-		echo "not ok $n - $2" ;;
-	esac
-}
-relay() {
-	local prefix=$1 log=$2 line
-	while IFS= read -r line; do
-		line=${line%$'\r'}
-		if [[ $line =~ ^ok([[:space:]]+[0-9]+)?([[:space:]]+-)?[[:space:]]*(.*)$ ]]; then
-			tap ok "$prefix${BASH_REMATCH[3]}"
-		elif [[ $line =~ ^not\ ok([[:space:]]+[0-9]+)?([[:space:]]+-)?[[:space:]]*(.*)$ ]]; then
-			tap "not ok" "$prefix${BASH_REMATCH[3]}"
-		fi
-	done < <(tr -d '\000' < "$log")
-}
-step() {
-	local name=$1 log=$2
-	shift 2
-	local t0=$SECONDS
-	if "$@" > "$log" 2>&1; then
-		tap ok "$name ($((SECONDS - t0)) s)"
-		return 0
-	fi
-	tap "not ok" "$name (see $log)"
-	tail -n 20 "$log" | sed 's/^/# /'
-	return 1
-}
+. "$top/tests/tap-lib.sh"
 
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] || cases=("$top"/tests/cases/*.sh)
@@ -90,6 +53,7 @@ build_kmod() {
 	cp "$kobj/mm/kasan/kasan_test_module.ko" "$kobj/samples/kmemleak/kmemleak-test.ko" "$DB/kmod/"
 }
 ok=1
+progress "check-debug: building the debug kernel (KASAN, lockdep, kmemleak; cold: ~45 min on 2 cores, incremental: seconds to 20 min; see $DB/logs/kernel.log)"
 step "debug kernel builds (KASAN, lockdep, kmemleak)" "$DB/logs/kernel.log" \
 	"$top/tests/build-kernel.sh" debug || ok=0
 if [ $ok = 1 ]; then
@@ -119,10 +83,12 @@ if [ $ok = 1 ]; then
 	[ -z "${TLSH_FUZZ_SEED:-}" ] || append="$append tlsh.fuzz_seed=$TLSH_FUZZ_SEED"
 	log=$DB/logs/guest.log
 	t0=$SECONDS
-	"$top/tests/vm-run" --kernel "$kernel" --timeout $((300 * slow)) --boot-timeout 600 \
-		--append "$append" "${scripts[@]}" > "$log" 2>&1
-	rc=$?
-	relay "debug guest " "$log"
+	progress "check-debug: booting the debug kernel and running ${#scripts[@]} script(s) (the whole suite: ~40 min on 2 cores); TAP lines as they finish"
+	# the TAP lines stream as the cases print them; the log keeps all
+	relay "debug guest " <("$top/tests/vm-run" --kernel "$kernel" --timeout $((300 * slow)) \
+		--boot-timeout 600 --append "$append" "${scripts[@]}" 2>&1 | tee "$log" | tr -d '\000'
+		echo "${PIPESTATUS[0]}" > "$DB/logs/guest.rc")
+	rc=$(cat "$DB/logs/guest.rc")
 	while read -r name r; do
 		if [ "$r" = 0 ]; then
 			tap ok "debug guest case ${name#[0-9][0-9][0-9]-} exited 0"
@@ -165,5 +131,4 @@ if [ $ok = 1 ]; then
 	fi
 fi
 
-echo "$pass passed, $fail failed, $skipped skipped"
-[ $fail -eq 0 ]
+tap_summary

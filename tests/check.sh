@@ -24,49 +24,7 @@ for a in "$@"; do
 	esac
 done
 
-n=0 pass=0 fail=0 skipped=0
-tap() {
-	# tap STATUS(ok|not ok) DESCRIPTION
-	n=$((n + 1))
-	case "$1" in
-	ok)
-		case "$2" in
-		*"# SKIP"*) skipped=$((skipped + 1)) ;;
-		*) pass=$((pass + 1)) ;;
-		esac
-		echo "ok $n - $2" ;;
-	*)
-		fail=$((fail + 1))
-		echo "not ok $n - $2" ;;
-	esac
-}
-
-# relay PREFIX LOG: renumber the TAP lines found in LOG
-relay() {
-	local prefix=$1 log=$2 line
-	while IFS= read -r line; do
-		line=${line%$'\r'}
-		if [[ $line =~ ^ok([[:space:]]+[0-9]+)?([[:space:]]+-)?[[:space:]]*(.*)$ ]]; then
-			tap ok "$prefix${BASH_REMATCH[3]}"
-		elif [[ $line =~ ^not\ ok([[:space:]]+[0-9]+)?([[:space:]]+-)?[[:space:]]*(.*)$ ]]; then
-			tap "not ok" "$prefix${BASH_REMATCH[3]}"
-		fi
-	done < "$log"
-}
-
-# step NAME LOG COMMAND...: run COMMAND, log its output, one TAP line
-step() {
-	local name=$1 log=$2
-	shift 2
-	local t0=$SECONDS
-	if "$@" > "$log" 2>&1; then
-		tap ok "$name ($((SECONDS - t0)) s)"
-		return 0
-	fi
-	tap "not ok" "$name (see $log)"
-	tail -n 20 "$log" | sed 's/^/# /'
-	return 1
-}
+. "$top/tests/tap-lib.sh"
 
 if [ $host -eq 1 ]; then
 	# the helper and the test tools build against the series' own headers
@@ -155,5 +113,4 @@ if [ $guest -eq 1 ]; then
 	fi
 fi
 
-echo "$pass passed, $fail failed, $skipped skipped"
-[ $fail -eq 0 ]
+tap_summary

@@ -57,6 +57,7 @@ if [ -z "${BENCH_REPORT_ONLY:-}" ]; then
 		chmod +x "$gen/$name"
 		scripts+=("$gen/$name")
 	done
+	echo "bench: booting the guest for ${#scripts[@]} script(s) (with the defaults ~5 min on 2 cores, then ~2.5 min for the peer comparison); results stream as they are measured" >&2
 	echo "bench: ${#scripts[@]} guest script(s), reps=$BENCH_REPS mount=$BENCH_MOUNT_REPS scale=$BENCH_SCALE_REPS tput=${BENCH_TPUT_REPS}x${BENCH_MIB}MiB meta=${BENCH_META_REPS}x$BENCH_FILES"
 	{
 		echo "BENCHINFO host.nproc $(nproc)"
