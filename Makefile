@@ -16,7 +16,7 @@ KOBJ := $(B)/kbuild
 DEPS_OK := $(shell $(TOP)/tests/deps.sh --check 2>/dev/null && echo yes)
 
 .PHONY: all deps kernel uapi helper front kmod certs tools initramfs peer check check-host \
-	check-guest check-debug demo shell bench install clean distclean checkpatch
+	check-guest check-debug demo shell bench install deb clean distclean checkpatch
 
 all: kernel helper initramfs
 
@@ -107,6 +107,19 @@ bench: $(if $(BENCH_NO_KERNEL),ensure-deps,kernel)
 	$(MAKE) -s initramfs
 	@[ "$(BENCH_PEER)" = 0 ] || [ -n "$(filter-out peer,$(BENCH_ONLY))" ] || $(MAKE) -s peer
 	tests/bench/run.sh
+
+# The agent as a Debian package, in build/deb/: dpkg-buildpackage with
+# debhelper (handshake-helper/debian), built against the series' UAPI
+# headers; lintian must find nothing (error or warning).
+deb: ensure-deps uapi
+	@rm -rf $(B)/deb && mkdir -p $(B)/deb
+	cd handshake-helper && UAPI_INCLUDE=$(B)/uapi/include \
+		dpkg-buildpackage -b -us -uc -tc >$(B)/deb/build.log 2>&1 || \
+		{ tail -n 30 $(B)/deb/build.log; exit 1; }
+	mv tlsh-helper_*.deb tlsh-helper-dbgsym_*.deb tlsh-helper_*.changes \
+		tlsh-helper_*.buildinfo $(B)/deb/
+	lintian --fail-on error,warning --tag-display-limit 0 $(B)/deb/tlsh-helper_*.changes
+	@ls $(B)/deb/*.deb
 
 checkpatch: kernel
 	$(TOP)/tests/checkpatch.sh

@@ -16,6 +16,8 @@ PKGS=(
 	nfs-common nfs-kernel-server rpcbind
 	# code checks
 	cppcheck
+	# make deb: the agent's Debian package, and its check
+	debhelper lintian
 	# benchmarks (make bench): the user-space TLS tunnel, the chart
 	stunnel4 gnuplot-nox
 	# the upstream reference peer VM (tests/peer): its kernel source, and
