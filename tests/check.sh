@@ -80,6 +80,20 @@ if [ $guest -eq 1 ]; then
 				tap "not ok" "guest case ${name#[0-9][0-9][0-9]-} exited $r"
 			fi
 		done < <(sed -n 's/.*TLSH-SCRIPT-END \([^ ]*\) rc=\([0-9]*\).*/\1 \2/p' "$log" | tr -d '\r')
+		# the KUnit results (case 005) once more, through the kernel's
+		# own KTAP parser
+		ktap=$B/logs/kunit.ktap
+		tr -d '\r' < "$log" | sed -n 's/^# ktap: //p' > "$ktap"
+		kp=$B/linux/tools/testing/kunit/kunit.py
+		if [ -s "$ktap" ] && [ -f "$kp" ]; then
+			if kout=$(python3 "$kp" parse "$ktap" 2>&1) &&
+			   grep -qE "Testing complete\. Ran [0-9]+ tests: passed: [0-9]+\$" <<< "$kout"; then
+				tap ok "kunit.py parse of the guest's KUnit KTAP: $(grep -oE 'Ran [0-9]+ tests: passed: [0-9]+' <<< "$kout")"
+			else
+				tap "not ok" "kunit.py parse of the guest's KUnit KTAP (see $ktap)"
+				tail -n 15 <<< "$kout" | sed 's/^/# /'
+			fi
+		fi
 		if grep -q "TLSH-KERNEL-REPORT" "$log"; then
 			tap "not ok" "guest: kernel reported a warning/oops (see $log)"
 		else

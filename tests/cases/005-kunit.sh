@@ -19,6 +19,9 @@ if [ ! -r "$results" ]; then
 	finish
 fi
 cp "$results" "$TLSH_ARTIFACTS/kunit-$suite.ktap"
+# the raw KTAP too, for the host: tests/check.sh has the kernel's own
+# parser (tools/testing/kunit/kunit.py parse) read it again
+sed 's/^/# ktap: /' "$results"
 
 # Subtests (the test cases) are indented; the suite's own line is not.
 plan=0 ran=0 diag=()
