@@ -197,13 +197,9 @@ static int echo(int fd, gnutls_session_t s, int ktls, const char *msg)
 						 : gnutls_strerror((int)n));
 		/* a server that refused us after the handshake may have
 		 * closed before we sent: its alert says why */
-		if (!ktls) {
-			gnutls_record_set_timeout(s, 1000);
-			n = gnutls_record_recv(s, buf, sizeof(buf));
-			if (n == GNUTLS_E_FATAL_ALERT_RECEIVED)
-				log_err("receive failed: %s",
-					gnutls_strerror((int)n));
-		}
+		if (!ktls && hs_closed_after(s, fd, buf, sizeof(buf)) == EACCES)
+			log_err("receive failed: %s (%s)",
+				gnutls_strerror(GNUTLS_E_FATAL_ALERT_RECEIVED), buf);
 		return -1;
 	}
 	if (!ktls)

@@ -742,7 +742,7 @@ int hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 	return 0;
 }
 
-int hs_closed_after(struct hs_session *hs, int fd, char *err, size_t errlen)
+int hs_closed_after(gnutls_session_t s, int fd, char *err, size_t errlen)
 {
 	char buf[256];
 
@@ -752,10 +752,9 @@ int hs_closed_after(struct hs_session *hs, int fd, char *err, size_t errlen)
 
 		if (poll(&pfd, 1, 100) <= 0)
 			break;
-		n = gnutls_record_recv(hs->session, buf, sizeof(buf));
+		n = gnutls_record_recv(s, buf, sizeof(buf));
 		if (n == GNUTLS_E_FATAL_ALERT_RECEIVED) {
-			const char *an =
-				gnutls_alert_get_name(gnutls_alert_get(hs->session));
+			const char *an = gnutls_alert_get_name(gnutls_alert_get(s));
 
 			snprintf(err, errlen,
 				 "the server refused the session after the handshake: %s",

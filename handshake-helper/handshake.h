@@ -72,11 +72,11 @@ void hs_global_deinit(void);
  */
 int hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 	   char *err, size_t errlen);
-/* kTLS could not be installed because the connection closed after the
- * handshake: read what the server sent last.  Returns EACCES (a fatal
- * alert: the server refused us, e.g. a TLS 1.3 server wanting a client
- * certificate) or ECONNRESET, with the reason in err. */
-int hs_closed_after(struct hs_session *hs, int fd, char *err, size_t errlen);
+/* The connection of session s closed after the handshake (kTLS could not
+ * be installed, a send failed): read what the server sent last.  Returns
+ * EACCES (a fatal alert: the server refused us, e.g. a TLS 1.3 server
+ * wanting a client certificate) or ECONNRESET, with the reason in err. */
+int hs_closed_after(gnutls_session_t s, int fd, char *err, size_t errlen);
 void hs_session_free(struct hs_session *hs);
 
 /* Effective priority string for a handshake. 0 or -1 (too long). */

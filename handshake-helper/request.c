@@ -303,7 +303,7 @@ void request_serve(int fd, void *arg)
 		t_ktls = now_us();
 		status = ktls_install(fd, hs.session, err, sizeof(err));
 		if (status == ENOTCONN || status == ECONNRESET || status == EPIPE)
-			status = hs_closed_after(&hs, fd, err, sizeof(err));
+			status = hs_closed_after(hs.session, fd, err, sizeof(err));
 	}
 	if (!status && hs.unauthenticated)
 		status = report_unauthenticated(fd, &r, &hs, err, sizeof(err));
