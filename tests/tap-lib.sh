@@ -1,4 +1,5 @@
-# TAP for the test runners (tests/check.sh, tests/check-debug.sh): one
+# TAP for the test runners (tests/check.sh, tests/check-debug.sh) and the
+# host tests that use it (tests/unit/deb.sh): one
 # numbering for everything they run, and the closing line
 # "N passed, N failed, N skipped". Sourced; the guest side has its own
 # (tests/guest/lib.sh: check, check_fail, finish), whose lines these
@@ -34,6 +35,13 @@ relay() {
 			tap "not ok" "$prefix${BASH_REMATCH[3]}"
 		fi
 	done < "$log"
+}
+
+# tap_check DESCRIPTION COMMAND...: one TAP line, ok when COMMAND succeeds
+tap_check() {
+	local d=$1
+	shift
+	if "$@"; then tap ok "$d"; else tap "not ok" "$d"; fi
 }
 
 # step NAME LOG COMMAND...: run COMMAND, log its output, one TAP line

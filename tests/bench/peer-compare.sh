@@ -5,7 +5,9 @@
 #   CLIENT=tlsh      our guest (patched 6.1, the agent started on demand)
 #   CLIENT=upstream  the peer's kernel booted as a client (6.12, tlshd
 #                    resident)
-# Each client VM has the same vCPUs and memory. Output: BENCH/BENCHNA/
+# Each client VM has the same vCPUs and memory. run.sh puts the settings
+# and tests/guest/peer-lib.sh (peer: the server's control service) in
+# front of this file. Output: BENCH/BENCHNA/
 # BENCHINFO lines (tests/bench/report.py), metrics peer.CLIENT.*.
 #
 #   mount.none, mount.tls (tlsh: .warm, the agent still up, and .cold,
@@ -17,8 +19,7 @@
 #   time of the whole client VM per MiB (ms/MiB)
 export LC_ALL=C
 : "${CLIENT:=tlsh}" "${PEER_MOUNT_REPS:=8}" "${PEER_MIB:=128}"
-SERVER=ref.test
-SERVER_ADDR=198.51.100.1
+SERVER=$TLSH_PEER_NAME
 M=/mnt/peerbench
 CERTS=/etc/tlsh-test-certs
 P=peer.$CLIENT
@@ -30,11 +31,11 @@ now() { NOW=${EPOCHREALTIME/./}; }
 ms_since() { now; MS=$(( (NOW - $1) / 1000 )).$(printf '%03d' $(( (NOW - $1) % 1000 ))); }
 cpu_ticks() { awk '/^cpu / {print $2+$3+$4+$7+$8+$9; exit}' /proc/stat; }
 
-# ctl COMMAND...: the server peer's control service (tests/peer/peer-cmd)
-ctl() {
-	timeout 30 bash -c 'exec 3<>/dev/tcp/$0/7000 || exit 125
-		printf "%s\n" "$1" >&3; cat <&3' "$SERVER_ADDR" "$*" | grep -q 'peer-rc=0'
-}
+# the server peer's control service: peer COMMAND... from
+# tests/guest/peer-lib.sh (run.sh puts it in front of this file); tlshd
+# takes up to 10 s to come up
+PEER_TIMEOUT=30
+ctl() { peer "$@" > /dev/null; }
 
 mnt() { mount -t nfs -o "vers=4.2,retry=0,$1" "$SERVER:/export" $M; }
 

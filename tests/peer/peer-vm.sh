@@ -15,7 +15,7 @@
 
 peer_vm_start() {
 	local kernel=$B/peer/kbuild/arch/x86/boot/bzImage
-	local initrd=$B/peer/initramfs.cpio
+	local initrd=$B/peer/initramfs.cpio qemu_pid
 	local log=$B/logs/peer-console.log qlog=$B/logs/peer-qemu.log
 	local t0=$SECONDS limit=${TLSH_PEER_BOOT_TIMEOUT:-120}
 	local first last port tries=0
@@ -32,7 +32,9 @@ peer_vm_start() {
 	port=$((first + $$ % (last - first + 1)))
 	while :; do
 		if ! ss -Hltn "sport = :$port" 2>/dev/null | grep -q .; then
-			peer_qemu "$kernel" "$initrd" "$port" "$log" "$qlog"
+			peer_qemu "$initrd" "$log" "$qlog" "${TLSH_PEER_SMP:-1}" \
+				"${TLSH_PEER_MEM:-1024}" "listen=127.0.0.1:$port" 52:54:00:00:01:01
+			peer_pid=$qemu_pid
 			sleep 0.5
 			if kill -0 "$peer_pid" 2>/dev/null || ! grep -qi "address already in use" "$qlog"; then
 				break
@@ -66,17 +68,20 @@ peer_vm_start() {
 	echo "vm-run: peer VM ready in $((SECONDS - t0)) s: $(grep -a '^peer: ' "$log" | tail -1 | tr -d '\r')"
 }
 
-# peer_qemu KERNEL INITRD PORT LOG QLOG: start the peer's QEMU (sets peer_pid)
+# peer_qemu INITRD LOG QLOG SMP MEM SOCKET MAC [APPEND]: boot the peer's
+# kernel in QEMU (TCG, microvm, no NIC but the socket link SOCKET, e.g.
+# "listen=127.0.0.1:PORT"), console in LOG, QEMU's messages in QLOG, APPEND
+# added to the kernel command line; sets qemu_pid
 peer_qemu() {
-	: > "$4"
+	: > "$2"
 	qemu-system-x86_64 -accel tcg -machine microvm,acpi=off -cpu max \
-		-smp "${TLSH_PEER_SMP:-1}" -m "${TLSH_PEER_MEM:-1024}" \
-		-display none -no-reboot -nic none -monitor none -serial "file:$4" \
-		-netdev "socket,id=p0,listen=127.0.0.1:$3" \
-		-device virtio-net-device,netdev=p0,mac=52:54:00:00:01:01 \
-		-kernel "$1" -initrd "$2" -append "console=ttyS0 loglevel=5 panic=-1" \
-		</dev/null > "$5" 2>&1 &
-	peer_pid=$!
+		-smp "$4" -m "$5" \
+		-display none -no-reboot -nic none -monitor none -serial "file:$2" \
+		-netdev "socket,id=p0,$6" -device virtio-net-device,netdev=p0,mac="$7" \
+		-kernel "$B/peer/kbuild/arch/x86/boot/bzImage" -initrd "$1" \
+		-append "console=ttyS0 loglevel=5 panic=-1${8:+ $8}" \
+		</dev/null > "$3" 2>&1 &
+	qemu_pid=$!
 }
 
 # peer_watchdog OWNER PEER: kill PEER once process OWNER is gone (vm-run
@@ -110,35 +115,27 @@ peer_boot_failed() {
 # (TLSH_VM_SMP, TLSH_VM_MEM), so that the two clients compare. Returns the
 # script's status, 124 after LIMIT seconds.
 peer_client_run() {
-	local cpio=$1 log=$2 limit=$3 both pid t0=$SECONDS rc
+	local cpio=$1 log=$2 limit=$3 both t0=$SECONDS rc= qemu_pid
 	both=$(mktemp "$B/peer/client-initramfs.XXXXXX")
 	cat "$B/peer/initramfs.cpio" "$cpio" > "$both"
-	: > "$log"
-	qemu-system-x86_64 -accel tcg -machine microvm,acpi=off -cpu max \
-		-smp "${TLSH_VM_SMP:-2}" -m "${TLSH_VM_MEM:-2048}" \
-		-display none -no-reboot -nic none -monitor none -serial "file:$log" \
-		-netdev "socket,id=p0,connect=127.0.0.1:$peer_port" \
-		-device virtio-net-device,netdev=p0,mac=52:54:00:00:01:02 \
-		-kernel "$B/peer/kbuild/arch/x86/boot/bzImage" -initrd "$both" \
-		-append "console=ttyS0 loglevel=5 panic=-1 tlsh.role=client" \
-		</dev/null > "$log.qemu" 2>&1 &
-	pid=$!
-	while kill -0 "$pid" 2>/dev/null; do
-		grep -aq "TLSH-PEER-CLIENT-DONE" "$log" && break
+	peer_qemu "$both" "$log" "$log.qemu" "${TLSH_VM_SMP:-2}" "${TLSH_VM_MEM:-2048}" \
+		"connect=127.0.0.1:$peer_port" 52:54:00:00:01:02 tlsh.role=client
+	while kill -0 "$qemu_pid" 2>/dev/null &&
+	      ! grep -aq "TLSH-PEER-CLIENT-DONE" "$log"; do
 		if [ $((SECONDS - t0)) -ge "$limit" ]; then
 			echo "peer client: not done within $limit s" >&2
-			kill "$pid" 2>/dev/null
-			wait "$pid" 2>/dev/null
-			rm -f "$both"
-			return 124
+			rc=124
+			break
 		fi
 		sleep 1
 	done
-	sleep 1
-	kill "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
+	if [ -z "$rc" ]; then
+		sleep 1
+		rc=$(grep -ao "TLSH-PEER-CLIENT-DONE rc=[0-9]*" "$log" | tail -1)
+		rc=${rc##*=}
+	fi
+	kill "$qemu_pid" 2>/dev/null
+	wait "$qemu_pid" 2>/dev/null
 	rm -f "$both"
-	rc=$(grep -ao "TLSH-PEER-CLIENT-DONE rc=[0-9]*" "$log" | tail -1)
-	rc=${rc##*=}
 	return "${rc:-125}"
 }

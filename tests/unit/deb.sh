@@ -14,27 +14,19 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 B=${TLSH_BUILD:-$top/build}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tlsh-deb.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-n=0 pass=0 fail=0 skipped=0
-
-ok() { n=$((n + 1)); pass=$((pass + 1)); echo "ok $n - $*"; }
-not_ok() { n=$((n + 1)); fail=$((fail + 1)); echo "not ok $n - $*"; }
-check() {
-	local d=$1
-	shift
-	if "$@"; then ok "$d"; else not_ok "$d"; fi
-}
+. "$top/tests/tap-lib.sh"
 
 make -s -C "$top" deb > "$tmp/deb.log" 2>&1
 rc=$?
-check "make deb succeeds (dpkg-buildpackage, lintian without errors or warnings)" [ $rc -eq 0 ]
+tap_check "make deb succeeds (dpkg-buildpackage, lintian without errors or warnings)" [ $rc -eq 0 ]
 [ $rc -eq 0 ] || sed 's/^/# /' "$tmp/deb.log" | tail -n 30
 deb=$(ls "$B"/deb/tlsh-helper_*_amd64.deb 2>/dev/null | head -1)
-check "build/deb has tlsh-helper_VERSION_amd64.deb" [ -n "$deb" ]
+tap_check "build/deb has tlsh-helper_VERSION_amd64.deb" [ -n "$deb" ]
 if [ -z "$deb" ]; then
-	echo "$pass passed, $fail failed, $skipped skipped"
-	exit 1
+	tap_summary
+	exit
 fi
-check "the package's version is the agent's" \
+tap_check "the package's version is the agent's" \
 	[ "$(dpkg-deb -f "$deb" Version)" = "$(sed -n 's/^#define TLSH_VERSION "\(.*\)"/\1/p' "$top/handshake-helper/main.c")" ]
 
 dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|' > "$tmp/files"
@@ -42,23 +34,22 @@ for f in /usr/sbin/tlsh-helper /usr/share/man/man8/tlsh-helper.8.gz \
 	/usr/share/man/man5/tlsh-helper.conf.5.gz /usr/share/man/man7/nfs-xprtsec.7.gz \
 	/etc/request-key.d/tlsh.conf /etc/tlsh/tlsh-helper.conf \
 	/usr/share/doc/tlsh-helper/copyright; do
-	check "the package has $f" grep -qx "$f" "$tmp/files"
+	tap_check "the package has $f" grep -qx "$f" "$tmp/files"
 done
 dpkg-deb -e "$deb" "$tmp/control"
-check "/etc/tlsh/tlsh-helper.conf and the request-key rule are conffiles" \
+tap_check "/etc/tlsh/tlsh-helper.conf and the request-key rule are conffiles" \
 	sh -c "sort '$tmp/control/conffiles' | tr '\n' ' ' | grep -qx '/etc/request-key.d/tlsh.conf /etc/tlsh/tlsh-helper.conf '"
 deps=$(dpkg-deb -f "$deb" Depends)
 for p in keyutils libgnutls30 libkeyutils1; do
-	check "it depends on $p" grep -qE "(^|, )$p( |,|$)" <<< "$deps"
+	tap_check "it depends on $p" grep -qE "(^|, )$p( |,|$)" <<< "$deps"
 done
 dpkg-deb -x "$deb" "$tmp/root"
-check "the request-key rule runs /usr/sbin/tlsh-helper" \
+tap_check "the request-key rule runs /usr/sbin/tlsh-helper" \
 	grep -qE '^create[[:space:]]+tlsh[[:space:]].*/usr/sbin/tlsh-helper -k %k' "$tmp/root/etc/request-key.d/tlsh.conf"
-check "the packaged agent runs (--version)" \
+tap_check "the packaged agent runs (--version)" \
 	sh -c "'$tmp/root/usr/sbin/tlsh-helper' --version | grep -q '^tlsh-helper '"
-check "the packaged agent is built with the hardening flags (PIE, RELRO, BIND_NOW)" \
+tap_check "the packaged agent is built with the hardening flags (PIE, RELRO, BIND_NOW)" \
 	sh -c "readelf -hd '$tmp/root/usr/sbin/tlsh-helper' | grep -q 'DYN (Position-Independent' &&
 	       readelf -d '$tmp/root/usr/sbin/tlsh-helper' | grep -q 'BIND_NOW\|FLAGS_1.*NOW'"
 
-echo "$pass passed, $fail failed, $skipped skipped"
-[ $fail -eq 0 ]
+tap_summary
