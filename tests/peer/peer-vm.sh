@@ -71,7 +71,7 @@ peer_vm_start() {
 # peer_qemu INITRD LOG QLOG SMP MEM SOCKET MAC [APPEND]: boot the peer's
 # kernel in QEMU (TCG, microvm, no NIC but the socket link SOCKET, e.g.
 # "listen=127.0.0.1:PORT"), console in LOG, QEMU's messages in QLOG, APPEND
-# added to the kernel command line; sets qemu_pid
+# added to the kernel command line (reboot=t: see vm-run); sets qemu_pid
 peer_qemu() {
 	: > "$2"
 	qemu-system-x86_64 -accel tcg -machine microvm,acpi=off -cpu max \
@@ -79,7 +79,7 @@ peer_qemu() {
 		-display none -no-reboot -nic none -monitor none -serial "file:$2" \
 		-netdev "socket,id=p0,$6" -device virtio-net-device,netdev=p0,mac="$7" \
 		-kernel "$B/peer/kbuild/arch/x86/boot/bzImage" -initrd "$1" \
-		-append "console=ttyS0 loglevel=5 panic=-1${8:+ $8}" \
+		-append "console=ttyS0 loglevel=5 panic=-1 reboot=t${8:+ $8}" \
 		</dev/null > "$3" 2>&1 &
 	qemu_pid=$!
 }
