@@ -13,28 +13,34 @@ B := $(TOP)/build
 BZIMAGE := $(B)/kbuild/arch/x86/boot/bzImage
 KSRC := $(B)/linux
 KOBJ := $(B)/kbuild
-DEPS_OK := $(shell $(TOP)/tests/deps.sh --check 2>/dev/null && echo yes)
+DEPS_OK := $(shell $(TOP)/scripts/deps.sh --check 2>/dev/null && echo yes)
 
-.PHONY: all deps kernel uapi helper front kmod certs tools initramfs peer check check-host \
+.PHONY: all deps docs kernel uapi helper front kmod certs tools initramfs peer check check-host \
 	check-guest check-debug demo shell bench install deb clean distclean checkpatch
 
 all: kernel helper initramfs
 
 deps:
-	$(TOP)/tests/deps.sh
+	$(TOP)/scripts/deps.sh
 
 # Every other target depends on this: installs what is missing.
 ensure-deps:
 ifneq ($(DEPS_OK),yes)
-	$(TOP)/tests/deps.sh
+	$(TOP)/scripts/deps.sh
 endif
 
 kernel: ensure-deps
-	$(TOP)/tests/build-kernel.sh
+	$(TOP)/scripts/build-kernel.sh
 
 # the series' UAPI headers, which the helper is built against
 uapi: ensure-deps
-	@$(TOP)/tests/build-kernel.sh --headers-only
+	@$(TOP)/scripts/build-kernel.sh --headers-only
+
+# the kernel <-> agent contract, from the patched tree (docs/interface.md)
+docs: uapi
+	@mkdir -p $(B)/docs
+	@cp $(B)/linux/Documentation/networking/tls-in-kernel-handshake.rst $(B)/docs/
+	@echo "$(B)/docs/tls-in-kernel-handshake.rst"
 
 helper: ensure-deps uapi
 	@if [ -f handshake-helper/Makefile ]; then $(MAKE) -C handshake-helper; fi
@@ -64,10 +70,10 @@ certs: ensure-deps
 	@if [ -x tests/certs/mkcerts.sh ]; then tests/certs/mkcerts.sh $(B)/certs >/dev/null; fi
 
 initramfs: ensure-deps helper front certs tools
-	$(TOP)/tests/mkinitramfs.sh
+	$(TOP)/scripts/mkinitramfs.sh
 
 # The upstream reference peer VM for "tests/vm-run --peer" (tests/peer):
-# linux-source-6.12 (tests/kconfig/peer.config) in build/peer/kbuild,
+# linux-source-6.12 (scripts/kconfig/peer.config) in build/peer/kbuild,
 # ktls-utils' tlshd from ../shared/third-party, build/peer/initramfs.cpio.
 # Each part is rebuilt only when its inputs changed.
 peer: ensure-deps certs
@@ -79,7 +85,7 @@ check: ensure-deps
 check-host: ensure-deps
 	$(TOP)/tests/check.sh --host-only
 
-# The same guest suite on the debug flavor (tests/kconfig/debug.config),
+# The same guest suite on the debug flavor (scripts/kconfig/debug.config),
 # built in build/debug (TLSH_DEBUG_BUILD), plus a kmemleak scan at the end.
 check-debug: ensure-deps
 	$(TOP)/tests/check-debug.sh

@@ -13,12 +13,12 @@ for i in $(seq "$first" "$total"); do
 	head -n "$i" "$top/patches/series" > "$tmp"
 	p=$(sed -n "${i}p" "$top/patches/series")
 	n=$((n + 1))
-	if TLSH_SERIES=$tmp "$top/tests/build-kernel.sh" > "$top/build/logs/bisect-$i.log" 2>&1; then
+	if TLSH_SERIES=$tmp "$top/scripts/build-kernel.sh" > "$top/build/logs/bisect-$i.log" 2>&1; then
 		echo "ok $n - builds after $p"; pass=$((pass + 1))
 	else
 		echo "not ok $n - builds after $p (build/logs/bisect-$i.log)"; fail=$((fail + 1))
 	fi
 done
-"$top/tests/build-kernel.sh" > "$top/build/logs/bisect-all.log" 2>&1 || echo "# the whole series did not build"
+"$top/scripts/build-kernel.sh" > "$top/build/logs/bisect-all.log" 2>&1 || echo "# the whole series did not build"
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -1,8 +1,8 @@
 #!/bin/bash
 # make check-debug: the guest suite on the debug flavor of the kernel
-# (tests/kconfig/debug.config on top of tlsh.config: KASAN, lockdep,
+# (scripts/kconfig/debug.config on top of tlsh.config: KASAN, lockdep,
 # DEBUG_ATOMIC_SLEEP, list/object debugging, kmemleak), then a kmemleak
-# scan, then a self-test that the bench sees KASAN and kmemleak reports.
+# scan, then a harness check that the bench sees KASAN and kmemleak reports.
 # TAP like tests/check.sh, ending "N passed, N failed, N skipped".
 #
 #   tests/check-debug.sh [CASE...]      (default: tests/cases/*.sh)
@@ -55,7 +55,7 @@ build_kmod() {
 ok=1
 progress "check-debug: building the debug kernel (KASAN, lockdep, kmemleak; cold: ~45 min on 2 cores, incremental: seconds to 20 min; see $DB/logs/kernel.log)"
 step "debug kernel builds (KASAN, lockdep, kmemleak)" "$DB/logs/kernel.log" \
-	"$top/tests/build-kernel.sh" debug || ok=0
+	"$top/scripts/build-kernel.sh" debug || ok=0
 if [ $ok = 1 ]; then
 	step "test modules build against the debug kernel" "$DB/logs/kmod.log" build_kmod || ok=0
 fi
@@ -110,21 +110,21 @@ if [ $ok = 1 ]; then
 	fi
 
 	# the debug bench sees what it is there for
-	log=$DB/logs/selftest.log
+	log=$DB/logs/harness.log
 	"$top/tests/vm-run" --kernel "$kernel" --boot-timeout 600 \
-		"$top/tests/debug/selftest-kasan.sh" "$top/tests/debug/selftest-kmemleak.sh" > "$log" 2>&1
+		"$top/tests/debug/harness-kasan.sh" "$top/tests/debug/harness-kmemleak.sh" > "$log" 2>&1
 	rc=$?
-	# what each self-test script saw, between its BEGIN and END lines
+	# what each harness check script saw, between its BEGIN and END lines
 	part() { tr -d '\000\r' < "$log" | sed -n "/TLSH-SCRIPT-BEGIN [0-9]*-$1/,/TLSH-SCRIPT-END [0-9]*-$1/p"; }
-	if [ $rc -eq 4 ] && grep -q "BUG: KASAN: .* \[kasan_test_module\]" <<< "$(part selftest-kasan.sh)" &&
-	   grep -q "TLSH-KERNEL-REPORT during" <<< "$(part selftest-kasan.sh)"; then
+	if [ $rc -eq 4 ] && grep -q "BUG: KASAN: .* \[kasan_test_module\]" <<< "$(part harness-kasan.sh)" &&
+	   grep -q "TLSH-KERNEL-REPORT during" <<< "$(part harness-kasan.sh)"; then
 		tap ok "debug bench: a KASAN report fails the run (vm-run exit 4)"
 	else
 		tap "not ok" "debug bench: a KASAN report fails the run (rc=$rc, see $log)"
 	fi
-	if grep -q "TLSH-KMEMLEAK-SUSPECTS [1-9]" <<< "$(part selftest-kmemleak.sh)" &&
-	   grep -q "kmemleak: [0-9]* new suspected memory leaks" <<< "$(part selftest-kmemleak.sh)" &&
-	   grep -q "TLSH-KERNEL-REPORT during" <<< "$(part selftest-kmemleak.sh)"; then
+	if grep -q "TLSH-KMEMLEAK-SUSPECTS [1-9]" <<< "$(part harness-kmemleak.sh)" &&
+	   grep -q "kmemleak: [0-9]* new suspected memory leaks" <<< "$(part harness-kmemleak.sh)" &&
+	   grep -q "TLSH-KERNEL-REPORT during" <<< "$(part harness-kmemleak.sh)"; then
 		tap ok "debug bench: a kmemleak suspect is found and reported"
 	else
 		tap "not ok" "debug bench: a kmemleak suspect is found and reported (see $log)"

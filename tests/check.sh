@@ -107,8 +107,8 @@ if [ $guest -eq 1 ]; then
 		fi
 
 		# the bench tests itself: a failing and a hanging script
-		log=$B/logs/selftest.log
-		"$top/tests/vm-run" "$top/tests/selftest/exit1.sh" "$top/tests/selftest/hang.sh" > "$log" 2>&1
+		log=$B/logs/harness.log
+		"$top/tests/vm-run" "$top/tests/harness/exit1.sh" "$top/tests/harness/hang.sh" > "$log" 2>&1
 		rc=$?
 		if [ $rc -ne 0 ] && grep -q "TLSH-SCRIPT-END [0-9]*-exit1.sh rc=1" "$log"; then
 			tap ok "vm-run: a script exiting 1 makes vm-run exit non-zero ($rc)"

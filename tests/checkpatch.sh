@@ -8,7 +8,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 B=${TLSH_BUILD:-$top/build}
 cp=$B/linux-source-6.1/scripts/checkpatch.pl
 if [ ! -f "$cp" ]; then
-	"$top/tests/build-kernel.sh" --extract-only >/dev/null 2>&1 || true
+	"$top/scripts/build-kernel.sh" --extract-only >/dev/null 2>&1 || true
 fi
 [ -f "$cp" ] || { echo "not ok - checkpatch.pl not found"; exit 1; }
 ignore=$top/patches/checkpatch-ignore

@@ -1,6 +1,6 @@
 #!/bin/bash
 # KUnit tests of the AF_TLSH core (CONFIG_TLSH_KUNIT_TEST=y in
-# tests/kconfig/tlsh.config): queueing, the deadline, cancel, reference
+# scripts/kconfig/tlsh.config): queueing, the deadline, cancel, reference
 # counting, the listener, namespace exit. Built in, they ran at boot,
 # before this script; this case turns each test case's KTAP result in
 # the suite's debugfs file into one TAP line, and fails if any failed,

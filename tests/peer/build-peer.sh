@@ -19,11 +19,11 @@ P=$B/peer
 tarball=/usr/src/linux-source-6.12.tar.xz
 src=$P/linux
 obj=$P/kbuild
-frag=$top/tests/kconfig/peer.config
+frag=$top/scripts/kconfig/peer.config
 ktls=${TLSH_KTLS_UTILS:-$(ls "$top"/../shared/third-party/ktls-utils-*.tar.gz 2>/dev/null | tail -1)}
 jobs=${JOBS:-$(nproc)}
 
-. "$top/tests/kbuild-lib.sh"
+. "$top/scripts/kbuild-lib.sh"
 
 log() { echo "peer: $*"; }
 die() { echo "peer: error: $*" >&2; exit 1; }
@@ -110,7 +110,7 @@ peer_initramfs() {
 
 parts=("$@")
 [ ${#parts[@]} -gt 0 ] || parts=(kernel tlshd initramfs)
-"$top/tests/deps.sh" --check >/dev/null 2>&1 || "$top/tests/deps.sh"
+"$top/scripts/deps.sh" --check >/dev/null 2>&1 || "$top/scripts/deps.sh"
 for part in "${parts[@]}"; do
 	case "$part" in
 	kernel) kernel_extract; kernel_config; kernel_build ;;

@@ -17,7 +17,7 @@ die() { echo "peer initramfs: error: $*" >&2; exit 1; }
 [ -x "$tlshd" ] || die "no $tlshd (run: tests/peer/build-peer.sh tlshd)"
 [ -s "$B/certs/ref.pem" ] || die "no $B/certs/ref.pem (run: make certs)"
 
-. "$top/tests/rootfs-lib.sh"
+. "$top/scripts/rootfs-lib.sh"
 rootfs_skeleton
 mkdir -p "$root/export"
 

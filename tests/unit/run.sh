@@ -40,34 +40,30 @@ cleanup() {
 }
 trap cleanup EXIT
 
-n=0 passed=0 failed=0 skipped=0
-ok() { n=$((n + 1)); passed=$((passed + 1)); echo "ok $n - $1"; }
-notok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; }
-skip() { n=$((n + 1)); skipped=$((skipped + 1)); echo "ok $n - $1 # SKIP $2"; }
+. "$top/tests/tap-lib.sh"
 diag() { sed 's/^/# /'; }
 finish() {
 	echo "# $((SECONDS - t_start)) s"
-	echo "$passed passed, $failed failed, $skipped skipped"
-	[ "$failed" -eq 0 ]
+	tap_summary
 	exit $?
 }
 
-# relay NAME CMD...: run a C test program, number its TAP lines
-relay() {
+# relay_prog NAME CMD...: run a C test program, number its TAP lines
+relay_prog() {
 	local name=$1 line rc
 	shift
 	"$@" > "$tmp/relay.out" 2>&1
 	rc=$?
 	while IFS= read -r line; do
 		case "$line" in
-		"ok - "*) ok "${line#ok - }" ;;
-		"not ok - "*) notok "${line#not ok - }" ;;
+		"ok - "*) tap ok "${line#ok - }" ;;
+		"not ok - "*) tap "not ok" "${line#not ok - }" ;;
 		"#"*) echo "$line" ;;
 		*) echo "# $line" ;;
 		esac
 	done < "$tmp/relay.out"
 	if [ $rc -ne 0 ] && ! grep -q '^not ok - ' "$tmp/relay.out"; then
-		notok "$name exited with status $rc"
+		tap "not ok" "$name exited with status $rc"
 	fi
 }
 
@@ -81,9 +77,9 @@ hs() {
 # expect NAME STATUS PATTERN: the last hs run exited STATUS, output matches
 expect() {
 	if [ "$rc" = "$2" ] && grep -qE -- "$3" <<< "$out"; then
-		ok "$1"
+		tap ok "$1"
 	else
-		notok "$1"
+		tap "not ok" "$1"
 		echo "exit status $rc (wanted $2), wanted /$3/ in:" | diag
 		diag <<< "$out"
 	fi
@@ -92,9 +88,9 @@ expect() {
 # --- build --------------------------------------------------------------
 
 if make -s -C "$H" tlsh-helper > "$tmp/build.log" 2>&1; then
-	ok "tlsh-helper builds with -std=c11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE"
+	tap ok "tlsh-helper builds with -std=c11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE"
 else
-	notok "tlsh-helper builds"
+	tap "not ok" "tlsh-helper builds"
 	diag < "$tmp/build.log"
 	finish
 fi
@@ -113,18 +109,18 @@ for t in config keyring handshake listener; do
 	fi
 done
 if [ $built = 1 ]; then
-	ok "unit test programs build against the helper's objects"
+	tap ok "unit test programs build against the helper's objects"
 else
-	notok "unit test programs build"
+	tap "not ok" "unit test programs build"
 	diag < "$tmp/build.log"
 fi
 if make -s -C "$H" cppcheck > "$tmp/cppcheck.log" 2>&1 &&
 	cppcheck --enable=warning,style,performance,portability --error-exitcode=1 \
 		--inline-suppr --std=c11 -D_GNU_SOURCE --suppress=missingIncludeSystem \
 		-q -I"$H" "$U"/*.c >> "$tmp/cppcheck.log" 2>&1; then
-	ok "cppcheck is clean (helper and unit tests)"
+	tap ok "cppcheck is clean (helper and unit tests)"
 else
-	notok "cppcheck is clean (helper and unit tests)"
+	tap "not ok" "cppcheck is clean (helper and unit tests)"
 	diag < "$tmp/cppcheck.log"
 fi
 
@@ -180,9 +176,9 @@ mkpki() {
 	printf 'client1:%s\n' "$psk2" > badpsk.txt
 }
 if (mkpki) > "$tmp/pki.log" 2>&1; then
-	ok "throw-away CA, server, expired and client certificates (certtool)"
+	tap ok "throw-away CA, server, expired and client certificates (certtool)"
 else
-	notok "throw-away PKI with certtool"
+	tap "not ok" "throw-away PKI with certtool"
 	diag < "$tmp/pki.log"
 	finish
 fi
@@ -199,10 +195,10 @@ printf '[global]\nbogus = 1\n' > "$tmp/bad.conf"
 # --- C unit tests -------------------------------------------------------
 
 if [ $built = 1 ]; then
-	relay test_config "$tmp/test_config" "$pki/ca.pem" "$H/tlsh-helper.conf"
-	relay test_keyring "$tmp/test_keyring" "$pki"
-	relay test_handshake "$tmp/test_handshake" "$pki"
-	relay test_listener "$tmp/test_listener"
+	relay_prog test_config "$tmp/test_config" "$pki/ca.pem" "$H/tlsh-helper.conf"
+	relay_prog test_keyring "$tmp/test_keyring" "$pki"
+	relay_prog test_handshake "$tmp/test_handshake" "$pki"
+	relay_prog test_listener "$tmp/test_listener"
 fi
 
 # --- gnutls-serv --------------------------------------------------------
@@ -250,9 +246,9 @@ if serve P_X509 $X --priority NORMAL:+AES-128-CCM &&
 	serve P_RPCEKU --x509certfile "$pki/rpc.pem" --x509keyfile "$pki/rpc.key" &&
 	serve P_CLIEKU --x509certfile "$pki/clieku.pem" --x509keyfile "$pki/clieku.key" &&
 	serve P_ALPN $X --alpn sunrpc --alpn-fatal; then
-	ok "gnutls-serv echo servers listen on 127.0.0.1"
+	tap ok "gnutls-serv echo servers listen on 127.0.0.1"
 else
-	notok "gnutls-serv echo servers listen on 127.0.0.1"
+	tap "not ok" "gnutls-serv echo servers listen on 127.0.0.1"
 	finish
 fi
 A=127.0.0.1
@@ -291,15 +287,15 @@ expect "-k for a key we have no authority over exits non-zero" 1 '^$'
 hs -c "$tmp/good.conf" --connect $A:$P_X509 --peername server.test --send hello
 expect "trusted CA, peer name server.test: handshake and echo" 0 \
 	'handshake ok: TLS1.3 (AES-128-GCM|AES-256-GCM|CHACHA20-POLY1305|AES-128-CCM)'
-grep -q '^received: hello$' <<< "$out" && ok "data round-trips over the GnuTLS session" ||
-	notok "data round-trips over the GnuTLS session"
+grep -q '^received: hello$' <<< "$out" && tap ok "data round-trips over the GnuTLS session" ||
+	tap "not ok" "data round-trips over the GnuTLS session"
 hs -c "$tmp/wrongca.conf" --connect $A:$P_X509 --peername server.test
 expect "wrong CA: refused, 'not trusted: signer unknown'" 1 \
 	'certificate for server.test not trusted: signer unknown'
 # (without the alert, the server's log says "Error in the pull function")
 grep -q 'A TLS fatal alert has been received' "$tmp/serv-$P_X509.log" &&
-	ok "... and the server got a fatal alert, not a reset" ||
-	{ notok "... and the server got a fatal alert, not a reset"; diag < "$tmp/serv-$P_X509.log"; }
+	tap ok "... and the server got a fatal alert, not a reset" ||
+	{ tap "not ok" "... and the server got a fatal alert, not a reset"; diag < "$tmp/serv-$P_X509.log"; }
 hs -c "$tmp/good.conf" --connect $A:$P_RPCEKU --peername server.test
 expect "a server certificate for id-kp-rpcTLSServer (RFC 9289) only: accepted" 0 'handshake ok'
 hs -c "$tmp/good.conf" --connect $A:$P_CLIEKU --peername server.test
@@ -318,7 +314,7 @@ if ip -6 addr show dev lo 2> /dev/null | grep -q '::1'; then
 	hs -c "$tmp/good.conf" --connect "[::1]:$P_X509" --send v6
 	expect "IPv6: [::1]:PORT verified against the IP SAN ::1" 0 'received: v6'
 else
-	skip "IPv6: [::1]:PORT verified against the IP SAN ::1" "no IPv6 loopback"
+	tap ok "IPv6: [::1]:PORT verified against the IP SAN ::1 # SKIP no IPv6 loopback"
 fi
 hs -c "$tmp/good.conf" --connect $A:$P_X509 --peername 127.0.0.2
 expect "IP peer name not in the certificate: refused" 1 \
@@ -384,8 +380,8 @@ hs -c "$tmp/tls12.conf" --connect $A:$P_PSK --psk-file "$pki/psk2.txt" --psk-ide
 expect "PSK handshake (TLS1.2), identity chosen from a psktool file" 0 'received: psk12'
 hs -c "$tmp/good.conf" --connect $A:$P_PSK --psk-file "$pki/badpsk.txt"
 expect "wrong PSK: a fatal alert, logged" 1 'failed: peer sent fatal alert'
-grep -q "$(cut -d: -f2 "$pki/badpsk.txt")" <<< "$out" && notok "PSKs never appear in the log" ||
-	ok "PSKs never appear in the log"
+grep -q "$(cut -d: -f2 "$pki/badpsk.txt")" <<< "$out" && tap "not ok" "PSKs never appear in the log" ||
+	tap ok "PSKs never appear in the log"
 
 # --- kTLS through the kernel ---------------------------------------------
 
@@ -393,12 +389,11 @@ if [ -d /sys/module/tls ]; then
 	hs -c "$tmp/good.conf" --connect $A:$P_X509 --peername server.test --ktls --send ktls
 	expect "kTLS: keys installed, data round-trips through the kernel" 0 'received: ktls'
 else
-	skip "kTLS: keys installed, data round-trips through the kernel" \
-		"/sys/module/tls does not exist (the tls module is not loaded, and is not loaded here)"
+	tap ok "kTLS: keys installed, data round-trips through the kernel # SKIP /sys/module/tls does not exist (the tls module is not loaded, and is not loaded here)"
 	hs -c "$tmp/good.conf" --connect $A:$P_X509 --peername server.test --ktls
 	expect "--ktls refuses to load the tls module" 3 'kernel TLS is not available'
-	[ -d /sys/module/tls ] && notok "the tls module is still not loaded" ||
-		ok "the tls module is still not loaded"
+	[ -d /sys/module/tls ] && tap "not ok" "the tls module is still not loaded" ||
+		tap ok "the tls module is still not loaded"
 fi
 
 finish

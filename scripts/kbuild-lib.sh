@@ -1,4 +1,4 @@
-# Shared by the kernel builds of the bench (tests/build-kernel.sh, our
+# Shared by the kernel builds of the bench (scripts/build-kernel.sh, our
 # 6.1 kernel; tests/peer/build-peer.sh, the upstream 6.12 peer). Source it;
 # it defines functions only.
 

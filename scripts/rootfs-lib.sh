@@ -1,5 +1,5 @@
 # Making a root file system (initramfs) from this machine's installed
-# programs and their shared libraries: shared by tests/mkinitramfs.sh (our
+# programs and their shared libraries: shared by scripts/mkinitramfs.sh (our
 # guest) and tests/peer/mkinitramfs-peer.sh (the upstream peer). Source it
 # after setting "root" (the staging directory) and defining die MESSAGE.
 

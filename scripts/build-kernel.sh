@@ -11,9 +11,9 @@
 # files whose content differs from the tree are replaced, so editing one
 # patch rebuilds only what that patch touches.
 #
-# Usage: tests/build-kernel.sh [flavor]   (flavor: "" or "debug")
-#        tests/build-kernel.sh --extract-only
-#        tests/build-kernel.sh --headers-only   (the series applied, its
+# Usage: scripts/build-kernel.sh [flavor]   (flavor: "" or "debug")
+#        scripts/build-kernel.sh --extract-only
+#        scripts/build-kernel.sh --headers-only   (the series applied, its
 #                 UAPI headers installed in build/uapi/include: the helper
 #                 builds against them)
 set -euo pipefail
@@ -28,7 +28,7 @@ obj=$B/kbuild${flavor:+-$flavor}
 stage=$B/stage
 jobs=${JOBS:-$(nproc)}
 
-. "$top/tests/kbuild-lib.sh"
+. "$top/scripts/kbuild-lib.sh"
 
 log() { echo "kernel: $*"; }
 die() { echo "kernel: error: $*" >&2; exit 1; }
@@ -124,8 +124,8 @@ fi
 [ "$flavor" = --headers-only ] && exit 0
 
 # 4. configuration: allnoconfig + the committed fragment(s)
-frags=("$top/tests/kconfig/tlsh.config")
-[ -z "$flavor" ] || frags+=("$top/tests/kconfig/$flavor.config")
+frags=("$top/scripts/kconfig/tlsh.config")
+[ -z "$flavor" ] || frags+=("$top/scripts/kconfig/$flavor.config")
 mkdir -p "$obj"
 want=$(cat "${frags[@]}" | sha256sum | cut -d' ' -f1)
 have=$(cat "$obj/.tlsh-config" 2>/dev/null || true)

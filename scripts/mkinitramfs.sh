@@ -15,7 +15,7 @@ out=$B/initramfs.cpio
 
 die() { echo "initramfs: error: $*" >&2; exit 1; }
 
-. "$top/tests/rootfs-lib.sh"
+. "$top/scripts/rootfs-lib.sh"
 rootfs_skeleton
 mkdir -p "$root/srv"
 
