@@ -72,13 +72,22 @@ static int fail(char *err, size_t errlen, const char *name, unsigned line,
 	return -1;
 }
 
+int config_priority_init(void *cache, const char *prio, const char **errpos)
+{
+	unsigned int flags = 0;
+
+	if (prio[0] && strchr("+-%!", prio[0]))
+		flags = GNUTLS_PRIORITY_INIT_DEF_APPEND;
+	return gnutls_priority_init2(cache, prio, errpos, flags);
+}
+
 int config_check_priorities(const char *prio, char *err, size_t errlen)
 {
 	gnutls_priority_t p;
 	const char *errpos = NULL;
 	int ret;
 
-	ret = gnutls_priority_init(&p, prio, &errpos);
+	ret = config_priority_init(&p, prio, &errpos);
 	if (ret < 0) {
 		if (ret == GNUTLS_E_INVALID_REQUEST && errpos)
 			snprintf(err, errlen, "invalid priority string at '%.40s'",

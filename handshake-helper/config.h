@@ -12,12 +12,10 @@
 #endif
 
 /*
- * Key exchange groups, fastest first: SECURE256 alone would put P-384
- * first, and the ClientHello's key share would then cost a P-384 key
- * generation and ECDH on both ends (a third of a warm handshake's time,
- * measured by make bench). Every group listed was already allowed by
- * SECURE256:+SECURE128; only the order changes. The FFDHE groups serve
- * TLS 1.2 DHE and DHE-PSK.
+ * Key exchange groups, fastest first: the ClientHello carries a key share
+ * for the first one, and P-384 there would cost a P-384 key generation and
+ * ECDH on both ends (a third of a warm handshake's time, measured by make
+ * bench). The FFDHE groups serve TLS 1.2 DHE and DHE-PSK.
  */
 #define TLSH_DEFAULT_GROUPS                                                \
 	"-GROUP-ALL:+GROUP-X25519:+GROUP-SECP256R1:+GROUP-SECP384R1:"      \
@@ -25,13 +23,18 @@
 	"+GROUP-FFDHE4096"
 
 /*
- * Only ciphers the 6.1 kTLS can take (AES-128/256-GCM, CHACHA20-POLY1305,
- * AES-128-CCM), TLS 1.3 and (if tls12 = yes) TLS 1.2, no session tickets.
+ * Modifiers, appended to the system's default priority string (GnuTLS's
+ * built-in one, or the one /etc/gnutls/config sets), so that the system's
+ * crypto policy applies, as tlshd does: only ciphers the 6.1 kTLS can take
+ * (AES-128/256-GCM, CHACHA20-POLY1305, AES-128-CCM), TLS 1.3 and (if
+ * tls12 = yes) TLS 1.2 with forward-secret key exchanges only, no
+ * compression, no session tickets.
  */
 #define TLSH_DEFAULT_PRIORITIES                                            \
-	"SECURE256:+SECURE128:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:"        \
+	"-COMP-ALL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:"                   \
 	"-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:+CHACHA20-POLY1305:"        \
-	"+AES-128-CCM:" TLSH_DEFAULT_GROUPS ":%NO_TICKETS"
+	"+AES-128-CCM:-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA:+DHE-RSA:"           \
+	TLSH_DEFAULT_GROUPS ":%NO_TICKETS"
 
 #define TLSH_DEFAULT_IDLE	5	/* seconds */
 #define TLSH_DEFAULT_HS_TIMEOUT	15	/* seconds */
@@ -65,7 +68,15 @@ int config_load(struct config *cfg, const char *path, int must_exist,
 int config_parse(struct config *cfg, const char *name, const char *buf,
 		 size_t len, char *err, size_t errlen);
 
-/* Check a priority string with gnutls_priority_init(); returns 0 or -1
+/* Parse a priority string: one that begins with a keyword (NORMAL,
+ * SECURE256, @SYSTEM, ...) as written, one made of modifiers only
+ * ("+...", "-...", "%...", "!...") appended to the system's default, as
+ * the built-in one is. Returns 0 or a GnuTLS error code, with the
+ * position of a syntax error in *errpos.
+ */
+int config_priority_init(void *cache, const char *prio, const char **errpos);
+
+/* Check a priority string with config_priority_init(); returns 0 or -1
  * with a message in err. */
 int config_check_priorities(const char *prio, char *err, size_t errlen);
 

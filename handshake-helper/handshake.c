@@ -129,11 +129,15 @@ int hs_global_init(const struct config *cfg, char *err, size_t errlen)
 			snprintf(err, errlen, "priority string too long");
 			return -1;
 		}
-		ret = gnutls_priority_init(&hs_prio_default[psk], prio, &errpos);
+		ret = config_priority_init(&hs_prio_default[psk], prio,
+					   &errpos);
 		if (ret < 0) {
-			snprintf(err, errlen, "bad priority string%s%.40s%s: %s",
+			snprintf(err, errlen, "bad priority string%s%.40s%s%s: %s",
 				 errpos ? " at '" : "", errpos ? errpos : "",
-				 errpos ? "'" : "", gnutls_strerror(ret));
+				 errpos ? "'" : "",
+				 strchr("+-%!", prio[0]) ?
+				 " (on the system's default priorities)" : "",
+				 gnutls_strerror(ret));
 			return -1;
 		}
 	}
@@ -649,11 +653,18 @@ int hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 	}
 	gnutls_session_set_ptr(hs->session, hs);
 	fault_session(hs->session);
-	if (p->priorities && p->priorities[0])
-		ret = gnutls_priority_set_direct(hs->session, prio, &errpos);
-	else
+	if (p->priorities && p->priorities[0]) {
+		gnutls_priority_t own;
+
+		ret = config_priority_init(&own, prio, &errpos);
+		if (ret == 0) {
+			ret = gnutls_priority_set(hs->session, own);
+			gnutls_priority_deinit(own);
+		}
+	} else {
 		ret = gnutls_priority_set(hs->session,
 			hs_prio_default[p->type == TLSH_TYPE_CLIENTHELLO_PSK]);
+	}
 	if (ret < 0) {
 		snprintf(err, errlen, "bad priority string%s%.40s%s: %s",
 			 errpos ? " at '" : "", errpos ? errpos : "",

@@ -350,6 +350,17 @@ expect "default config: TLS1.3 with a kTLS-capable cipher" 0 \
 	'handshake ok: TLS1.3 (AES-128-GCM|AES-256-GCM|CHACHA20-POLY1305|AES-128-CCM)$'
 hs -c "$tmp/good.conf" --connect $A:$P_TLS12 --peername server.test
 expect "tls12 = no (default): a TLS1.2-only server is refused" 1 'handshake with .* failed'
+# the built-in priorities are appended to the system's default, so the
+# system's crypto policy applies (GnuTLS reads this file at start-up)
+printf '[overrides]\ndisabled-version = tls1.3\n' > "$tmp/policy.conf"
+GNUTLS_SYSTEM_PRIORITY_FILE=$tmp/policy.conf \
+	hs -c "$tmp/tls12.conf" --connect $A:$P_X509 --peername server.test
+expect "the system's crypto policy applies: TLS 1.3 disabled there gives TLS 1.2" 0 \
+	'handshake ok: TLS1.2 '
+GNUTLS_SYSTEM_PRIORITY_FILE=$tmp/policy.conf \
+	hs -c "$tmp/good.conf" --connect $A:$P_X509 --peername server.test
+expect "... and with nothing left to offer the agent says so at start" 2 \
+	"bad priority string .*on the system's default priorities"
 hs -c "$tmp/tls12.conf" --connect $A:$P_TLS12 --peername server.test \
 	--priorities 'NORMAL:-VERS-ALL:+VERS-TLS1.2:-CIPHER-ALL:+AES-128-CBC'
 expect "a negotiated cipher kTLS cannot take fails clearly" 1 \
