@@ -43,7 +43,7 @@ static const char *const key_names[K_COUNT] = {
 	[K_ENCRYPTION_ONLY] = "encryption-only",
 };
 
-void config_defaults(struct config *cfg)
+void tlsh_config_defaults(struct config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->tls12 = 0;
@@ -72,7 +72,7 @@ static int fail(char *err, size_t errlen, const char *name, unsigned line,
 	return -1;
 }
 
-int config_priority_init(void *cache, const char *prio, const char **errpos)
+int tlsh_config_priority_init(void *cache, const char *prio, const char **errpos)
 {
 	unsigned int flags = 0;
 
@@ -81,13 +81,13 @@ int config_priority_init(void *cache, const char *prio, const char **errpos)
 	return gnutls_priority_init2(cache, prio, errpos, flags);
 }
 
-int config_check_priorities(const char *prio, char *err, size_t errlen)
+int tlsh_config_check_priorities(const char *prio, char *err, size_t errlen)
 {
 	gnutls_priority_t p;
 	const char *errpos = NULL;
 	int ret;
 
-	ret = config_priority_init(&p, prio, &errpos);
+	ret = tlsh_config_priority_init(&p, prio, &errpos);
 	if (ret < 0) {
 		if (ret == GNUTLS_E_INVALID_REQUEST && errpos)
 			snprintf(err, errlen, "invalid priority string at '%.40s'",
@@ -120,7 +120,7 @@ static int set_path(char *dst, size_t dstlen, const char *val, char *why,
 		snprintf(why, whylen, "must be an absolute path");
 		return -1;
 	}
-	if (copy_string(dst, dstlen, val) < 0) {
+	if (tlsh_copy_string(dst, dstlen, val) < 0) {
 		snprintf(why, whylen, "path too long");
 		return -1;
 	}
@@ -154,19 +154,19 @@ static int set_value(struct config *cfg, enum cfg_key k, const char *val,
 		cfg->crl_line = line;
 		return 0;
 	case K_PRIORITIES:
-		if (!valid_token(val, TLSH_MAX_PRIORITIES)) {
+		if (!tlsh_valid_token(val, TLSH_MAX_PRIORITIES)) {
 			snprintf(why, whylen,
 				 "must be 1..%d printable characters without spaces",
 				 TLSH_MAX_PRIORITIES);
 			return -1;
 		}
-		if (config_check_priorities(val, why, whylen) < 0)
+		if (tlsh_config_check_priorities(val, why, whylen) < 0)
 			return -1;
-		copy_string(cfg->priorities, sizeof(cfg->priorities), val);
+		tlsh_copy_string(cfg->priorities, sizeof(cfg->priorities), val);
 		return 0;
 	case K_TLS12:
 	case K_ENCRYPTION_ONLY:
-		b = parse_bool(val);
+		b = tlsh_parse_bool(val);
 		if (b < 0) {
 			snprintf(why, whylen, "expected yes or no");
 			return -1;
@@ -177,7 +177,7 @@ static int set_value(struct config *cfg, enum cfg_key k, const char *val,
 			cfg->encryption_only = b;
 		return 0;
 	case K_IDLE_TIMEOUT:
-		if (parse_uint(val, TLSH_MAX_IDLE, &n) < 0) {
+		if (tlsh_parse_uint(val, TLSH_MAX_IDLE, &n) < 0) {
 			snprintf(why, whylen, "expected seconds, 0..%d",
 				 TLSH_MAX_IDLE);
 			return -1;
@@ -185,7 +185,7 @@ static int set_value(struct config *cfg, enum cfg_key k, const char *val,
 		cfg->idle_timeout = (unsigned)n;
 		return 0;
 	case K_HS_TIMEOUT:
-		if (parse_uint(val, TLSH_MAX_HS_TIMEOUT, &n) < 0 || n == 0) {
+		if (tlsh_parse_uint(val, TLSH_MAX_HS_TIMEOUT, &n) < 0 || n == 0) {
 			snprintf(why, whylen, "expected seconds, 1..%d",
 				 TLSH_MAX_HS_TIMEOUT);
 			return -1;
@@ -193,7 +193,7 @@ static int set_value(struct config *cfg, enum cfg_key k, const char *val,
 		cfg->handshake_timeout = (unsigned)n;
 		return 0;
 	case K_LOG_LEVEL:
-		b = log_level_from_name(val);
+		b = tlsh_log_level_from_name(val);
 		if (b < 0) {
 			snprintf(why, whylen,
 				 "expected error, warning, info or debug");
@@ -208,8 +208,8 @@ static int set_value(struct config *cfg, enum cfg_key k, const char *val,
 	return -1;
 }
 
-int config_parse(struct config *cfg, const char *name, const char *buf,
-		 size_t len, char *err, size_t errlen)
+int tlsh_config_parse(struct config *cfg, const char *name, const char *buf,
+		      size_t len, char *err, size_t errlen)
 {
 	unsigned seen[K_COUNT] = { 0 };
 	char line[CONFIG_MAX_LINE + 2];
@@ -281,18 +281,18 @@ int config_parse(struct config *cfg, const char *name, const char *buf,
 				    "bad value for %s: '%.64s': %s",
 				    key_names[k], val, why);
 	}
-	copy_string(cfg->file, sizeof(cfg->file), name);
+	tlsh_copy_string(cfg->file, sizeof(cfg->file), name);
 	return 0;
 }
 
-int config_load(struct config *cfg, const char *path, int must_exist,
-		char *err, size_t errlen)
+int tlsh_config_load(struct config *cfg, const char *path, int must_exist,
+		     char *err, size_t errlen)
 {
 	unsigned char *buf;
 	size_t len;
 	int ret;
 
-	ret = read_file(path, CONFIG_MAX_SIZE, &buf, &len);
+	ret = tlsh_read_file(path, CONFIG_MAX_SIZE, &buf, &len);
 	if (ret == ENOENT && !must_exist)
 		return 0;
 	if (ret == EFBIG)
@@ -300,7 +300,7 @@ int config_load(struct config *cfg, const char *path, int must_exist,
 	if (ret)
 		return fail(err, errlen, path, 0, "cannot read: %s",
 			    strerror(ret));
-	ret = config_parse(cfg, path, (const char *)buf, len, err, errlen);
+	ret = tlsh_config_parse(cfg, path, (const char *)buf, len, err, errlen);
 	free(buf);
 	return ret;
 }

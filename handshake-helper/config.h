@@ -55,18 +55,18 @@ struct config {
 	int encryption_only;		/* no server authentication */
 };
 
-void config_defaults(struct config *cfg);
+void tlsh_config_defaults(struct config *cfg);
 
 /*
  * Load PATH.  If must_exist is 0 a missing file means defaults.  On error
  * returns -1 with "FILE:LINE: message" (or "FILE: message") in err.
  */
-int config_load(struct config *cfg, const char *path, int must_exist,
-		char *err, size_t errlen);
+int tlsh_config_load(struct config *cfg, const char *path, int must_exist,
+		     char *err, size_t errlen);
 
 /* Parse an in-memory file; name is used in messages. */
-int config_parse(struct config *cfg, const char *name, const char *buf,
-		 size_t len, char *err, size_t errlen);
+int tlsh_config_parse(struct config *cfg, const char *name, const char *buf,
+		      size_t len, char *err, size_t errlen);
 
 /* Parse a priority string: one that begins with a keyword (NORMAL,
  * SECURE256, @SYSTEM, ...) as written, one made of modifiers only
@@ -74,10 +74,10 @@ int config_parse(struct config *cfg, const char *name, const char *buf,
  * the built-in one is. Returns 0 or a GnuTLS error code, with the
  * position of a syntax error in *errpos.
  */
-int config_priority_init(void *cache, const char *prio, const char **errpos);
+int tlsh_config_priority_init(void *cache, const char *prio, const char **errpos);
 
-/* Check a priority string with config_priority_init(); returns 0 or -1
+/* Check a priority string with tlsh_config_priority_init(); returns 0 or -1
  * with a message in err. */
-int config_check_priorities(const char *prio, char *err, size_t errlen);
+int tlsh_config_check_priorities(const char *prio, char *err, size_t errlen);
 
 #endif

@@ -47,8 +47,8 @@ static int split_target(const char *t, char *host, size_t hostlen,
 			return -1;
 		hl = (size_t)(colon - t);
 	}
-	if (hl == 0 || hl >= hostlen || parse_uint(colon + 1, 65535, &pn) < 0 ||
-	    pn == 0 || copy_string(port, portlen, colon + 1) < 0)
+	if (hl == 0 || hl >= hostlen || tlsh_parse_uint(colon + 1, 65535, &pn) < 0 ||
+	    pn == 0 || tlsh_copy_string(port, portlen, colon + 1) < 0)
 		return -1;
 	memcpy(host, h, hl);
 	host[hl] = '\0';
@@ -92,7 +92,7 @@ static int connect_timeout(const struct addrinfo *ai, unsigned timeout_ms)
 
 static int load_file(const char *path, unsigned char **buf, size_t *len)
 {
-	int e = read_file(path, TLSH_PAYLOAD_MAX, buf, len);
+	int e = tlsh_read_file(path, TLSH_PAYLOAD_MAX, buf, len);
 
 	if (e)
 		log_err("%s: %s", path, strerror(e));
@@ -110,9 +110,9 @@ static int load_creds(const struct connect_opts *o, struct tlsh_x509 *x,
 	if (o->psk_file) {
 		if (load_file(o->psk_file, &buf, &len))
 			return -1;
-		e = keyring_parse_psk(psk, buf, len, o->psk_identity, err,
-				      sizeof(err));
-		keyring_free_payload(buf, len);
+		e = tlsh_keyring_parse_psk(psk, buf, len, o->psk_identity, err,
+					   sizeof(err));
+		tlsh_keyring_free_payload(buf, len);
 		if (e) {
 			log_err("%s: %s", o->psk_file, err);
 			return -1;
@@ -123,16 +123,16 @@ static int load_creds(const struct connect_opts *o, struct tlsh_x509 *x,
 		return 0;
 	if (load_file(o->cert_file, &buf, &len))
 		return -1;
-	e = keyring_parse_certs(x, buf, len, err, sizeof(err));
-	keyring_free_payload(buf, len);
+	e = tlsh_keyring_parse_certs(x, buf, len, err, sizeof(err));
+	tlsh_keyring_free_payload(buf, len);
 	if (e) {
 		log_err("%s: %s", o->cert_file, err);
 		return -1;
 	}
 	if (load_file(o->key_file, &buf, &len))
 		return -1;
-	e = keyring_parse_privkey(x, buf, len, err, sizeof(err));
-	keyring_free_payload(buf, len);
+	e = tlsh_keyring_parse_privkey(x, buf, len, err, sizeof(err));
+	tlsh_keyring_free_payload(buf, len);
 	if (e) {
 		log_err("%s: %s", o->key_file, err);
 		return -1;
@@ -150,7 +150,7 @@ static ssize_t ktls_recv(int fd, char *buf, size_t len, uint64_t deadline)
 		struct msghdr msg;
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
 		const struct cmsghdr *cm;
-		uint64_t now = now_ms();
+		uint64_t now = tlsh_now_ms();
 		ssize_t n;
 
 		if (now >= deadline || poll(&pfd, 1, (int)(deadline - now)) <= 0) {
@@ -180,7 +180,7 @@ static ssize_t ktls_recv(int fd, char *buf, size_t len, uint64_t deadline)
 static int echo(int fd, gnutls_session_t s, int ktls, const char *msg)
 {
 	size_t want = strlen(msg), got = 0;
-	uint64_t deadline = now_ms() + IO_TIMEOUT_MS;
+	uint64_t deadline = tlsh_now_ms() + IO_TIMEOUT_MS;
 	char buf[4096];
 	ssize_t n;
 
@@ -197,7 +197,7 @@ static int echo(int fd, gnutls_session_t s, int ktls, const char *msg)
 						 : gnutls_strerror((int)n));
 		/* a server that refused us after the handshake may have
 		 * closed before we sent: its alert says why */
-		if (!ktls && hs_closed_after(s, fd, buf, sizeof(buf)) == EACCES)
+		if (!ktls && tlsh_hs_closed_after(s, fd, buf, sizeof(buf)) == EACCES)
 			log_err("receive failed: %s (%s)",
 				gnutls_strerror(GNUTLS_E_FATAL_ALERT_RECEIVED), buf);
 		return -1;
@@ -205,7 +205,7 @@ static int echo(int fd, gnutls_session_t s, int ktls, const char *msg)
 	if (!ktls)
 		gnutls_record_set_timeout(s, IO_TIMEOUT_MS);
 	while (!memchr(buf, '\n', got) && got < sizeof(buf) - 1 &&
-	       now_ms() < deadline) {
+	       tlsh_now_ms() < deadline) {
 		n = ktls ? ktls_recv(fd, buf + got, sizeof(buf) - 1 - got, deadline)
 			 : gnutls_record_recv(s, buf + got, sizeof(buf) - 1 - got);
 		if (!ktls && (n == GNUTLS_E_AGAIN || n == GNUTLS_E_INTERRUPTED))
@@ -226,7 +226,7 @@ static int echo(int fd, gnutls_session_t s, int ktls, const char *msg)
 	return 0;
 }
 
-int connect_main(const struct connect_opts *o, const struct config *cfg)
+int tlsh_connect_main(const struct connect_opts *o, const struct config *cfg)
 {
 	char host[256], port[8], err[512], desc[96], name[256];
 	struct addrinfo hints, *res = NULL;
@@ -245,8 +245,8 @@ int connect_main(const struct connect_opts *o, const struct config *cfg)
 		log_err("--connect: expected HOST:PORT or [ADDRESS]:PORT");
 		return 2;
 	}
-	if (normalize_peername(o->peername ? o->peername : host, name,
-			       sizeof(name)) < 0) {
+	if (tlsh_normalize_peername(o->peername ? o->peername : host, name,
+				    sizeof(name)) < 0) {
 		log_err("peer name '%s' is neither a DNS name nor an IP address",
 			o->peername ? o->peername : host);
 		return 2;
@@ -291,16 +291,16 @@ int connect_main(const struct connect_opts *o, const struct config *cfg)
 	p.psk = o->psk_file ? &psk : NULL;
 	p.timeout_ms = cfg->handshake_timeout * 1000u;
 
-	ret = hs_run(&hs, fd, &p, err, sizeof(err));
+	ret = tlsh_hs_run(&hs, fd, &p, err, sizeof(err));
 	if (ret) {
 		log_err("handshake with %s (%s) failed: %s", o->target, peername, err);
 		goto out;
 	}
-	hs_describe(hs.session, desc, sizeof(desc));
+	tlsh_hs_describe(hs.session, desc, sizeof(desc));
 	printf("handshake ok: %s\n", desc);
 	fflush(stdout);
 	if (o->ktls) {
-		ret = ktls_install(fd, hs.session, err, sizeof(err));
+		ret = tlsh_ktls_install(fd, hs.session, err, sizeof(err));
 		if (ret) {
 			log_err("kTLS: %s", err);
 			goto out;
@@ -314,9 +314,9 @@ int connect_main(const struct connect_opts *o, const struct config *cfg)
 out:
 	if (res)
 		freeaddrinfo(res);
-	hs_session_free(&hs);
-	keyring_x509_free(&x509);
-	keyring_psk_clear(&psk);
+	tlsh_hs_session_free(&hs);
+	tlsh_keyring_x509_free(&x509);
+	tlsh_keyring_psk_clear(&psk);
 	if (fd >= 0)
 		close(fd);
 	return status;

@@ -18,6 +18,6 @@ struct connect_opts {
 };
 
 /* Returns the process exit status: 0 ok, 1 failure, 2 usage, 3 no kTLS. */
-int connect_main(const struct connect_opts *o, const struct config *cfg);
+int tlsh_connect_main(const struct connect_opts *o, const struct config *cfg);
 
 #endif

@@ -15,14 +15,14 @@ static const char *const fault_names[] = {
 	[FAULT_AFTER_TX] = "after-tx",
 };
 
-static int fault_armed(enum fault_point p)
+static int fault_armed(enum tlsh_fault_point p)
 {
 	const char *v = getenv("TLSH_HELPER_FAULT");
 
 	return v && strcmp(v, fault_names[p]) == 0;
 }
 
-void fault_point(enum fault_point p)
+void tlsh_fault_point(enum tlsh_fault_point p)
 {
 	if (!fault_armed(p))
 		return;
@@ -34,11 +34,11 @@ static int fault_hook(gnutls_session_t s, unsigned int htype, unsigned when,
 		      unsigned int incoming, const gnutls_datum_t *msg)
 {
 	(void)s; (void)htype; (void)when; (void)incoming; (void)msg;
-	fault_point(FAULT_MID_HANDSHAKE);
+	tlsh_fault_point(FAULT_MID_HANDSHAKE);
 	return 0;
 }
 
-void fault_session(gnutls_session_t s)
+void tlsh_fault_session(gnutls_session_t s)
 {
 	if (fault_armed(FAULT_MID_HANDSHAKE))
 		gnutls_handshake_set_hook_function(s,
@@ -46,12 +46,12 @@ void fault_session(gnutls_session_t s)
 			fault_hook);
 }
 #else
-void fault_point(enum fault_point p)
+void tlsh_fault_point(enum tlsh_fault_point p)
 {
 	(void)p;
 }
 
-void fault_session(gnutls_session_t s)
+void tlsh_fault_session(gnutls_session_t s)
 {
 	(void)s;
 }

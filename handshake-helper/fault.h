@@ -20,15 +20,15 @@
 
 #include <gnutls/gnutls.h>
 
-enum fault_point {
+enum tlsh_fault_point {
 	FAULT_BEFORE_BIND,
 	FAULT_MID_HANDSHAKE,
 	FAULT_AFTER_TX,
 };
 
 /* Dies here if TLSH_HELPER_FAULT names point p */
-void fault_point(enum fault_point p);
+void tlsh_fault_point(enum tlsh_fault_point p);
 /* Arms the mid-handshake point on a new session */
-void fault_session(gnutls_session_t s);
+void tlsh_fault_session(gnutls_session_t s);
 
 #endif

@@ -27,7 +27,7 @@
 #define PSK_KX ":+ECDHE-PSK:+DHE-PSK:+PSK"
 
 static gnutls_certificate_credentials_t hs_xcred;
-/* The default priorities, x509 and PSK, parsed once (hs_global_init()):
+/* The default priorities, x509 and PSK, parsed once (tlsh_hs_global_init()):
  * a request that names its own is parsed for its session alone */
 static gnutls_priority_t hs_prio_default[2];
 static const gnutls_datum_t hs_alpn = {
@@ -52,7 +52,7 @@ static int retrieve_cert(gnutls_session_t s, const gnutls_datum_t *req_ca_dn,
 		*pkey = NULL;
 		return 0;
 	}
-	/* Owned by the caller of hs_run(); GnuTLS does not free these. */
+	/* Owned by the caller of tlsh_hs_run(); GnuTLS does not free these. */
 	*pcert = (gnutls_pcert_st *)hs->x509->pcerts;
 	*pcert_length = hs->x509->npcerts;
 	*pkey = hs->x509->key;
@@ -103,7 +103,7 @@ static int verify_server(gnutls_session_t s)
 	return hs->verify_status ? -1 : 0;
 }
 
-int hs_global_init(const struct config *cfg, char *err, size_t errlen)
+int tlsh_hs_global_init(const struct config *cfg, char *err, size_t errlen)
 {
 	int ret;
 
@@ -123,14 +123,14 @@ int hs_global_init(const struct config *cfg, char *err, size_t errlen)
 		char prio[TLSH_MAX_PRIORITIES + 64];
 		const char *errpos = NULL;
 
-		if (hs_priorities(cfg, NULL, psk ? TLSH_TYPE_CLIENTHELLO_PSK :
-				  TLSH_TYPE_CLIENTHELLO_X509, prio,
-				  sizeof(prio)) < 0) {
+		if (tlsh_hs_priorities(cfg, NULL, psk ? TLSH_TYPE_CLIENTHELLO_PSK :
+				       TLSH_TYPE_CLIENTHELLO_X509, prio,
+				       sizeof(prio)) < 0) {
 			snprintf(err, errlen, "priority string too long");
 			return -1;
 		}
-		ret = config_priority_init(&hs_prio_default[psk], prio,
-					   &errpos);
+		ret = tlsh_config_priority_init(&hs_prio_default[psk], prio,
+						&errpos);
 		if (ret < 0) {
 			snprintf(err, errlen, "bad priority string%s%.40s%s%s: %s",
 				 errpos ? " at '" : "", errpos ? errpos : "",
@@ -189,7 +189,7 @@ int hs_global_init(const struct config *cfg, char *err, size_t errlen)
 	return 0;
 }
 
-void hs_global_deinit(void)
+void tlsh_hs_global_deinit(void)
 {
 	for (int psk = 0; psk < 2; psk++) {
 		if (hs_prio_default[psk])
@@ -202,8 +202,8 @@ void hs_global_deinit(void)
 	gnutls_global_deinit();
 }
 
-int hs_priorities(const struct config *cfg, const char *requested, int type,
-		  char *out, size_t outlen)
+int tlsh_hs_priorities(const struct config *cfg, const char *requested, int type,
+		       char *out, size_t outlen)
 {
 	const char *base;
 	const char *psk = "";
@@ -222,7 +222,7 @@ int hs_priorities(const struct config *cfg, const char *requested, int type,
 	return (n < 0 || (size_t)n >= outlen) ? -1 : 0;
 }
 
-void hs_describe(gnutls_session_t s, char *buf, size_t len)
+void tlsh_hs_describe(gnutls_session_t s, char *buf, size_t len)
 {
 	const char *v = gnutls_protocol_get_name(gnutls_protocol_get_version(s));
 	const char *c = gnutls_cipher_get_name(gnutls_cipher_get(s));
@@ -269,7 +269,7 @@ static void verify_reasons(unsigned status, char *buf, size_t len)
 		snprintf(buf, len, "verification failed (status 0x%x)", status);
 }
 
-void hs_verify_reasons(const struct hs_session *hs, char *buf, size_t len)
+void tlsh_hs_verify_reasons(const struct hs_session *hs, char *buf, size_t len)
 {
 	if (hs->verify_error < 0)
 		snprintf(buf, len, "%s", gnutls_strerror(hs->verify_error));
@@ -286,12 +286,12 @@ static void set_verification(struct hs_session *hs, const struct hs_params *p)
 
 	memset(hs->vdata, 0, sizeof(hs->vdata));
 	if (p->peername && *p->peername) {
-		if (ip_literal(p->peername, hs->vd_ip, &iplen)) {
+		if (tlsh_ip_literal(p->peername, hs->vd_ip, &iplen)) {
 			vd[n].type = GNUTLS_DT_IP_ADDRESS;
 			vd[n].data = hs->vd_ip;
 			vd[n].size = (unsigned)iplen;
 		} else {
-			copy_string(hs->vd_name, sizeof(hs->vd_name), p->peername);
+			tlsh_copy_string(hs->vd_name, sizeof(hs->vd_name), p->peername);
 			vd[n].type = GNUTLS_DT_DNS_HOSTNAME;
 			vd[n].data = (unsigned char *)hs->vd_name;
 			vd[n].size = 0;
@@ -340,7 +340,7 @@ static int classify(const struct hs_session *hs, const struct hs_params *p,
 		if (hs->verify_status) {
 			char why[256];
 
-			hs_verify_reasons(hs, why, sizeof(why));
+			tlsh_hs_verify_reasons(hs, why, sizeof(why));
 			snprintf(err, errlen, "certificate for %s not trusted: %s",
 				 verify_subject(p, addr, sizeof(addr)), why);
 			return EKEYREJECTED;
@@ -451,7 +451,7 @@ static int drive_handshake(struct hs_session *hs, int fd,
 			   const struct hs_params *p, char *err, size_t errlen)
 {
 	gnutls_session_t s = hs->session;
-	uint64_t deadline = now_ms() + p->timeout_ms;
+	uint64_t deadline = tlsh_now_ms() + p->timeout_ms;
 
 	for (;;) {
 		struct pollfd pfd;
@@ -470,7 +470,7 @@ static int drive_handshake(struct hs_session *hs, int fd,
 			send_alert(hs, ret);
 			return classify(hs, p, ret, err, errlen);
 		}
-		now = now_ms();
+		now = tlsh_now_ms();
 		if (now >= deadline)
 			return classify(hs, p, GNUTLS_E_TIMEDOUT, err, errlen);
 		pfd.fd = fd;
@@ -507,7 +507,7 @@ static int drive_handshake(struct hs_session *hs, int fd,
 #define HS_VERDICT_MIN_MS	100
 #define HS_VERDICT_MAX_MS	750
 
-unsigned int hs_verdict_wait_ms(uint64_t handshake_ms, uint32_t left_ms)
+unsigned int tlsh_hs_verdict_wait_ms(uint64_t handshake_ms, uint32_t left_ms)
 {
 	uint64_t w = 3 * handshake_ms;
 
@@ -524,7 +524,7 @@ unsigned int hs_verdict_wait_ms(uint64_t handshake_ms, uint32_t left_ms)
 #define HS_RECORD_MAX	(5 + 16384 + 256)
 
 /*
- * Wait (at most until deadline, in now_ms() time) until the socket holds a
+ * Wait (at most until deadline, in tlsh_now_ms() time) until the socket holds a
  * whole TLS record, or the connection ended.  GnuTLS must never be handed
  * part of a record: it would keep that part, and kTLS, installed next,
  * would start in the middle of a record and fail the connection.  Returns
@@ -547,7 +547,7 @@ static int whole_record_ready(int fd, uint64_t deadline)
 			return 1;	/* closed or failed: GnuTLS says how */
 		if (n >= 5 && (size_t)n >= 5u + (size_t)(buf[3] << 8 | buf[4]))
 			return 1;
-		if (now_ms() >= deadline)
+		if (tlsh_now_ms() >= deadline)
 			return 0;
 		(void)poll(NULL, 0, 5);
 	}
@@ -568,7 +568,7 @@ static int await_verdict(struct hs_session *hs, int fd, unsigned int wait_ms,
 		return 0;
 	if (poll(&pfd, 1, (int)wait_ms) <= 0)
 		return 0;
-	if (!whole_record_ready(fd, now_ms() + wait_ms))
+	if (!whole_record_ready(fd, tlsh_now_ms() + wait_ms))
 		return 0;	/* kTLS will read the record */
 	n = gnutls_record_recv(s, &byte, sizeof(byte));
 	if (n == GNUTLS_E_AGAIN || n == GNUTLS_E_INTERRUPTED)
@@ -617,29 +617,99 @@ static int psk_callback(gnutls_session_t s, char **username,
 	return 0;
 }
 
-int hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
-	   char *err, size_t errlen)
+/* A client hello with an x.509 certificate (or none): the configured
+ * trust store verifies the server, unless encryption-only */
+static int hs_client_x509(struct hs_session *hs, const struct hs_params *p,
+			  char *err, size_t errlen)
+{
+	int ret;
+
+	hs->x509 = p->x509;
+	hs->auth_optional = p->auth_optional;
+	/* not verifying at all is not authenticating: say so where the
+	 * kernel lets us */
+	if (hs_cfg->encryption_only && p->auth_optional)
+		hs->unauthenticated = 1;
+	ret = gnutls_credentials_set(hs->session, GNUTLS_CRD_CERTIFICATE,
+				     hs_xcred);
+	if (ret < 0) {
+		snprintf(err, errlen, "setting credentials: %s",
+			 gnutls_strerror(ret));
+		return EINVAL;
+	}
+	if (hs_cfg->encryption_only)
+		log_info("encryption-only: not verifying the certificate of %s",
+			 p->peername && *p->peername ? p->peername : "the peer");
+	else
+		set_verification(hs, p);
+	return 0;
+}
+
+/* A client hello with a pre-shared key: the key authenticates both ends */
+static int hs_client_psk(struct hs_session *hs, const struct hs_params *p,
+			 char *err, size_t errlen)
+{
+	int ret;
+
+	if (!p->psk || !p->psk->keylen) {
+		snprintf(err, errlen, "PSK handshake without a PSK");
+		return EINVAL;
+	}
+	hs->psk = p->psk;
+	ret = gnutls_psk_allocate_client_credentials(&hs->pskcred);
+	if (ret == 0) {
+		gnutls_psk_set_client_credentials_function(hs->pskcred,
+							   psk_callback);
+		ret = gnutls_credentials_set(hs->session, GNUTLS_CRD_PSK,
+					     hs->pskcred);
+	}
+	if (ret < 0) {
+		snprintf(err, errlen, "setting credentials: %s",
+			 gnutls_strerror(ret));
+		return EINVAL;
+	}
+	return 0;
+}
+
+/* What each handshake type does differently: its GnuTLS credentials. The
+ * rest of a handshake (priorities, SNI, ALPN, the deadline, kTLS) is
+ * tlsh_hs_run()'s, the same for every type. */
+static const struct hs_type {
+	int type;
+	int (*credentials)(struct hs_session *hs, const struct hs_params *p,
+			   char *err, size_t errlen);
+} hs_types[] = {
+	{ TLSH_TYPE_CLIENTHELLO_X509, hs_client_x509 },
+	{ TLSH_TYPE_CLIENTHELLO_PSK, hs_client_psk },
+};
+
+static const struct hs_type *hs_type_find(int type)
+{
+	for (size_t i = 0; i < sizeof(hs_types) / sizeof(hs_types[0]); i++)
+		if (hs_types[i].type == type)
+			return &hs_types[i];
+	return NULL;
+}
+
+int tlsh_hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
+		char *err, size_t errlen)
 {
 	char prio[TLSH_MAX_PRIORITIES + 64];
+	const struct hs_type *t = hs_type_find(p->type);
 	const char *errpos = NULL;
 	int ret, flags, status;
 	uint64_t t0, t1;
 
 	memset(hs, 0, sizeof(*hs));
-	if (p->type != TLSH_TYPE_CLIENTHELLO_X509 &&
-	    p->type != TLSH_TYPE_CLIENTHELLO_PSK) {
+	if (!t) {
 		snprintf(err, errlen, "unsupported handshake type %d", p->type);
-		return EINVAL;
-	}
-	if (p->type == TLSH_TYPE_CLIENTHELLO_PSK && (!p->psk || !p->psk->keylen)) {
-		snprintf(err, errlen, "PSK handshake without a PSK");
 		return EINVAL;
 	}
 	if (p->timeout_ms == 0) {
 		snprintf(err, errlen, "no time left for the handshake");
 		return ETIMEDOUT;
 	}
-	if (hs_priorities(hs_cfg, p->priorities, p->type, prio, sizeof(prio)) < 0) {
+	if (tlsh_hs_priorities(hs_cfg, p->priorities, p->type, prio, sizeof(prio)) < 0) {
 		snprintf(err, errlen, "priority string too long");
 		return EINVAL;
 	}
@@ -652,11 +722,11 @@ int hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 		return ENOMEM;
 	}
 	gnutls_session_set_ptr(hs->session, hs);
-	fault_session(hs->session);
+	tlsh_fault_session(hs->session);
 	if (p->priorities && p->priorities[0]) {
 		gnutls_priority_t own;
 
-		ret = config_priority_init(&own, prio, &errpos);
+		ret = tlsh_config_priority_init(&own, prio, &errpos);
 		if (ret == 0) {
 			ret = gnutls_priority_set(hs->session, own);
 			gnutls_priority_deinit(own);
@@ -672,44 +742,17 @@ int hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 		return EINVAL;
 	}
 
-	if (p->type == TLSH_TYPE_CLIENTHELLO_PSK) {
-		hs->psk = p->psk;
-		ret = gnutls_psk_allocate_client_credentials(&hs->pskcred);
-		if (ret == 0) {
-			gnutls_psk_set_client_credentials_function(hs->pskcred,
-								   psk_callback);
-			ret = gnutls_credentials_set(hs->session, GNUTLS_CRD_PSK,
-						     hs->pskcred);
-		}
-	} else {
-		hs->x509 = p->x509;
-		hs->auth_optional = p->auth_optional;
-		/* not verifying at all is not authenticating: say so where
-		 * the kernel lets us */
-		if (hs_cfg->encryption_only && p->auth_optional)
-			hs->unauthenticated = 1;
-		ret = gnutls_credentials_set(hs->session, GNUTLS_CRD_CERTIFICATE,
-					     hs_xcred);
-		if (ret == 0 && !hs_cfg->encryption_only)
-			set_verification(hs, p);
-	}
-	if (ret < 0) {
-		snprintf(err, errlen, "setting credentials: %s",
-			 gnutls_strerror(ret));
-		return EINVAL;
-	}
-	if (p->peername && *p->peername && valid_dns_name(p->peername)) {
+	ret = t->credentials(hs, p, err, errlen);
+	if (ret)
+		return ret;
+	if (p->peername && *p->peername && tlsh_valid_dns_name(p->peername)) {
 		unsigned char ip[16];
 		size_t iplen;
 
-		if (!ip_literal(p->peername, ip, &iplen))
+		if (!tlsh_ip_literal(p->peername, ip, &iplen))
 			gnutls_server_name_set(hs->session, GNUTLS_NAME_DNS,
 					       p->peername, strlen(p->peername));
 	}
-	if (hs_cfg->encryption_only && p->type == TLSH_TYPE_CLIENTHELLO_X509)
-		log_info("encryption-only: not verifying the certificate of %s",
-			 p->peername && *p->peername ? p->peername : "the peer");
-
 	/* RFC 9289, Section 5.1: offer ALPN "sunrpc"; a server that does
 	 * not answer with it (tlshd and FreeBSD do not yet) is accepted */
 	ret = gnutls_alpn_set_protocols(hs->session, &hs_alpn, 1, 0);
@@ -725,16 +768,16 @@ int hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 		snprintf(err, errlen, "fcntl: %s", strerror(errno));
 		return EINVAL;
 	}
-	t0 = now_us();
+	t0 = tlsh_now_us();
 	status = drive_handshake(hs, fd, p, err, errlen);
-	t1 = now_us();
+	t1 = tlsh_now_us();
 	hs->handshake_us = t1 - t0;
 	if (!status) {
 		status = await_verdict(hs, fd,
-				       hs_verdict_wait_ms(hs->handshake_us / 1000,
-							  p->timeout_ms),
+				       tlsh_hs_verdict_wait_ms(hs->handshake_us / 1000,
+							       p->timeout_ms),
 				       p, err, errlen);
-		hs->verdict_us = now_us() - t1;
+		hs->verdict_us = tlsh_now_us() - t1;
 	}
 	if (fcntl(fd, F_SETFL, flags) < 0 && !status) {
 		snprintf(err, errlen, "fcntl: %s", strerror(errno));
@@ -748,12 +791,12 @@ int hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 			 "peer sent application data before the handshake completed");
 		return EPROTO;
 	}
-	if (ktls_check(hs->session, err, errlen) < 0)
+	if (tlsh_ktls_check(hs->session, err, errlen) < 0)
 		return EPROTO;
 	return 0;
 }
 
-int hs_closed_after(gnutls_session_t s, int fd, char *err, size_t errlen)
+int tlsh_hs_closed_after(gnutls_session_t s, int fd, char *err, size_t errlen)
 {
 	char buf[256];
 
@@ -780,7 +823,7 @@ int hs_closed_after(gnutls_session_t s, int fd, char *err, size_t errlen)
 	return ECONNRESET;
 }
 
-void hs_session_free(struct hs_session *hs)
+void tlsh_hs_session_free(struct hs_session *hs)
 {
 	if (hs->session)
 		gnutls_deinit(hs->session);

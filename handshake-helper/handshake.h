@@ -53,40 +53,40 @@ struct hs_session {
 /* How long to wait for the server's verdict on our certificate after a
  * TLS 1.3 handshake that took handshake_ms (see handshake.c); at most
  * left_ms.  Returns milliseconds. */
-unsigned int hs_verdict_wait_ms(uint64_t handshake_ms, uint32_t left_ms);
+unsigned int tlsh_hs_verdict_wait_ms(uint64_t handshake_ms, uint32_t left_ms);
 
 /* Load the trust store / CRL from cfg.  cfg must outlive all handshakes.
  * Returns 0 or -1 with a message in err. */
-int hs_global_init(const struct config *cfg, char *err, size_t errlen);
-void hs_global_deinit(void);
+int tlsh_hs_global_init(const struct config *cfg, char *err, size_t errlen);
+void tlsh_hs_global_deinit(void);
 
 /*
  * Run a client handshake on connected socket fd (made non-blocking for the
  * duration, restored afterwards).  On success returns 0 and leaves the
- * session in hs (free it with hs_session_free()).  On failure returns the
+ * session in hs (free it with tlsh_hs_session_free()).  On failure returns the
  * positive errno to report to the kernel - EKEYREJECTED (certificate not
  * verified), EACCES (fatal alert from the peer), ETIMEDOUT, ECONNRESET (the
  * peer closed or reset the connection), EPROTO (other
  * TLS errors, negotiated cipher not usable by kTLS), EINVAL (bad
  * parameters) - with one line describing the reason in err.
  */
-int hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
-	   char *err, size_t errlen);
+int tlsh_hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
+		char *err, size_t errlen);
 /* The connection of session s closed after the handshake (kTLS could not
  * be installed, a send failed): read what the server sent last.  Returns
  * EACCES (a fatal alert: the server refused us, e.g. a TLS 1.3 server
  * wanting a client certificate) or ECONNRESET, with the reason in err. */
-int hs_closed_after(gnutls_session_t s, int fd, char *err, size_t errlen);
-void hs_session_free(struct hs_session *hs);
+int tlsh_hs_closed_after(gnutls_session_t s, int fd, char *err, size_t errlen);
+void tlsh_hs_session_free(struct hs_session *hs);
 
 /* Effective priority string for a handshake. 0 or -1 (too long). */
-int hs_priorities(const struct config *cfg, const char *requested, int type,
-		  char *out, size_t outlen);
+int tlsh_hs_priorities(const struct config *cfg, const char *requested, int type,
+		       char *out, size_t outlen);
 
 /* Why the server certificate did not verify: "signer unknown, expired" */
-void hs_verify_reasons(const struct hs_session *hs, char *buf, size_t len);
+void tlsh_hs_verify_reasons(const struct hs_session *hs, char *buf, size_t len);
 
 /* "TLS1.3 AES-256-GCM" */
-void hs_describe(gnutls_session_t s, char *buf, size_t len);
+void tlsh_hs_describe(gnutls_session_t s, char *buf, size_t len);
 
 #endif

@@ -21,7 +21,7 @@ static int is_pem(const unsigned char *buf, size_t len)
 	return memmem(buf, len, "-----BEGIN ", 11) != NULL;
 }
 
-void keyring_free_payload(unsigned char *buf, size_t len)
+void tlsh_keyring_free_payload(unsigned char *buf, size_t len)
 {
 	if (!buf)
 		return;
@@ -60,7 +60,7 @@ static int read_payload(int32_t serial, unsigned char **buf, size_t *len)
 			*len = (size_t)n;
 			return 0;
 		}
-		keyring_free_payload(b, (size_t)want);
+		tlsh_keyring_free_payload(b, (size_t)want);
 		if (n < 0)
 			return errno;
 		/* the key was updated meanwhile and grew: again */
@@ -68,8 +68,8 @@ static int read_payload(int32_t serial, unsigned char **buf, size_t *len)
 	return EAGAIN;
 }
 
-int keyring_read(int32_t serial, unsigned char **buf, size_t *len,
-		 char *err, size_t errlen)
+int tlsh_keyring_read(int32_t serial, unsigned char **buf, size_t *len,
+		      char *err, size_t errlen)
 {
 	char *desc = NULL;
 	unsigned char *data = NULL;
@@ -105,7 +105,7 @@ int keyring_read(int32_t serial, unsigned char **buf, size_t *len,
 		return e;
 	}
 	if (n == 0 || n > TLSH_PAYLOAD_MAX) {
-		keyring_free_payload(data, n);
+		tlsh_keyring_free_payload(data, n);
 		snprintf(err, errlen, "key %d: %s payload", serial,
 			 n == 0 ? "empty" : "oversized");
 		return EINVAL;
@@ -115,7 +115,7 @@ int keyring_read(int32_t serial, unsigned char **buf, size_t *len,
 	return 0;
 }
 
-void keyring_x509_free(struct tlsh_x509 *x)
+void tlsh_keyring_x509_free(struct tlsh_x509 *x)
 {
 	for (unsigned i = 0; i < x->npcerts; i++)
 		gnutls_pcert_deinit(&x->pcerts[i]);
@@ -125,8 +125,8 @@ void keyring_x509_free(struct tlsh_x509 *x)
 	x->key = NULL;
 }
 
-int keyring_parse_certs(struct tlsh_x509 *x, const unsigned char *buf,
-			size_t len, char *err, size_t errlen)
+int tlsh_keyring_parse_certs(struct tlsh_x509 *x, const unsigned char *buf,
+			     size_t len, char *err, size_t errlen)
 {
 	gnutls_datum_t d = { (unsigned char *)buf, (unsigned)len };
 	int ret;
@@ -187,8 +187,8 @@ static int key_matches_cert(gnutls_privkey_t key, const gnutls_pcert_st *pc)
 	return match;
 }
 
-int keyring_parse_privkey(struct tlsh_x509 *x, const unsigned char *buf,
-			  size_t len, char *err, size_t errlen)
+int tlsh_keyring_parse_privkey(struct tlsh_x509 *x, const unsigned char *buf,
+			       size_t len, char *err, size_t errlen)
 {
 	gnutls_datum_t d = { (unsigned char *)buf, (unsigned)len };
 	gnutls_privkey_t key;
@@ -239,7 +239,7 @@ static int hexval(unsigned char c)
 	return -1;
 }
 
-void keyring_psk_clear(struct tlsh_psk *psk)
+void tlsh_keyring_psk_clear(struct tlsh_psk *psk)
 {
 	explicit_bzero(psk, sizeof(*psk));
 }
@@ -280,7 +280,7 @@ static int parse_psk_line(struct tlsh_psk *psk, const unsigned char *l,
 		int hi = hexval(colon[1 + 2 * i]), lo = hexval(colon[2 + 2 * i]);
 
 		if (hi < 0 || lo < 0) {
-			keyring_psk_clear(psk);
+			tlsh_keyring_psk_clear(psk);
 			snprintf(err, errlen, "PSK line %u: key is not hexadecimal",
 				 lineno);
 			return EINVAL;
@@ -293,14 +293,14 @@ static int parse_psk_line(struct tlsh_psk *psk, const unsigned char *l,
 	return 0;
 }
 
-int keyring_parse_psk(struct tlsh_psk *psk, const unsigned char *buf,
-		      size_t len, const char *want_identity, char *err,
-		      size_t errlen)
+int tlsh_keyring_parse_psk(struct tlsh_psk *psk, const unsigned char *buf,
+			   size_t len, const char *want_identity, char *err,
+			   size_t errlen)
 {
 	unsigned lineno = 0, found = 0;
 	size_t pos = 0;
 
-	keyring_psk_clear(psk);
+	tlsh_keyring_psk_clear(psk);
 	if (memchr(buf, '\0', len)) {
 		snprintf(err, errlen, "PSK payload contains a NUL byte");
 		return EINVAL;
@@ -329,13 +329,13 @@ int keyring_parse_psk(struct tlsh_psk *psk, const unsigned char *buf,
 		memset(&tmp, 0, sizeof(tmp));
 		ret = parse_psk_line(&tmp, line, l, lineno, err, errlen);
 		if (ret) {
-			keyring_psk_clear(&tmp);
-			keyring_psk_clear(psk);
+			tlsh_keyring_psk_clear(&tmp);
+			tlsh_keyring_psk_clear(psk);
 			return ret;
 		}
 		if (found++) {
-			keyring_psk_clear(&tmp);
-			keyring_psk_clear(psk);
+			tlsh_keyring_psk_clear(&tmp);
+			tlsh_keyring_psk_clear(psk);
 			if (want_identity)
 				snprintf(err, errlen,
 					 "PSK identity '%.*s' appears more than once",
@@ -345,7 +345,7 @@ int keyring_parse_psk(struct tlsh_psk *psk, const unsigned char *buf,
 			return EINVAL;
 		}
 		*psk = tmp;
-		keyring_psk_clear(&tmp);
+		tlsh_keyring_psk_clear(&tmp);
 	}
 	if (!found) {
 		if (want_identity)
@@ -358,8 +358,8 @@ int keyring_parse_psk(struct tlsh_psk *psk, const unsigned char *buf,
 	return 0;
 }
 
-int keyring_member(int32_t keyring, int32_t serial, char *err,
-		   size_t errlen)
+int tlsh_keyring_member(int32_t keyring, int32_t serial, char *err,
+			size_t errlen)
 {
 	void *list = NULL;
 	long n;
@@ -398,7 +398,7 @@ int keyring_member(int32_t keyring, int32_t serial, char *err,
 	return EACCES;
 }
 
-int keyring_use_user_keyring(char *err, size_t errlen)
+int tlsh_keyring_use_user_keyring(char *err, size_t errlen)
 {
 	int e;
 
@@ -410,51 +410,51 @@ int keyring_use_user_keyring(char *err, size_t errlen)
 	return e;
 }
 
-int keyring_load_x509(struct tlsh_x509 *x, int32_t cert, int32_t privkey,
-		      char *err, size_t errlen)
+int tlsh_keyring_load_x509(struct tlsh_x509 *x, int32_t cert, int32_t privkey,
+			   char *err, size_t errlen)
 {
 	unsigned char *buf = NULL;
 	size_t len = 0;
 	char why[256];
 	int ret;
 
-	ret = keyring_read(cert, &buf, &len, err, errlen);
+	ret = tlsh_keyring_read(cert, &buf, &len, err, errlen);
 	if (ret)
 		return ret;
-	ret = keyring_parse_certs(x, buf, len, why, sizeof(why));
-	keyring_free_payload(buf, len);
+	ret = tlsh_keyring_parse_certs(x, buf, len, why, sizeof(why));
+	tlsh_keyring_free_payload(buf, len);
 	if (ret) {
 		snprintf(err, errlen, "certificate key %d: %s", cert, why);
 		return ret;
 	}
-	ret = keyring_read(privkey, &buf, &len, err, errlen);
+	ret = tlsh_keyring_read(privkey, &buf, &len, err, errlen);
 	if (ret) {
-		keyring_x509_free(x);
+		tlsh_keyring_x509_free(x);
 		return ret;
 	}
-	ret = keyring_parse_privkey(x, buf, len, why, sizeof(why));
-	keyring_free_payload(buf, len);
+	ret = tlsh_keyring_parse_privkey(x, buf, len, why, sizeof(why));
+	tlsh_keyring_free_payload(buf, len);
 	if (ret) {
-		keyring_x509_free(x);
+		tlsh_keyring_x509_free(x);
 		snprintf(err, errlen, "private key %d: %s", privkey, why);
 		return ret;
 	}
 	return 0;
 }
 
-int keyring_load_psk(struct tlsh_psk *psk, int32_t serial, char *err,
-		     size_t errlen)
+int tlsh_keyring_load_psk(struct tlsh_psk *psk, int32_t serial, char *err,
+			  size_t errlen)
 {
 	unsigned char *buf = NULL;
 	size_t len = 0;
 	char why[256];
 	int ret;
 
-	ret = keyring_read(serial, &buf, &len, err, errlen);
+	ret = tlsh_keyring_read(serial, &buf, &len, err, errlen);
 	if (ret)
 		return ret;
-	ret = keyring_parse_psk(psk, buf, len, NULL, why, sizeof(why));
-	keyring_free_payload(buf, len);
+	ret = tlsh_keyring_parse_psk(psk, buf, len, NULL, why, sizeof(why));
+	tlsh_keyring_free_payload(buf, len);
 	if (ret)
 		snprintf(err, errlen, "PSK key %d: %s", serial, why);
 	return ret;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Key material named by key serials.  The parsers take a buffer, so they
- * are testable without a kernel keyring; keyring_read() fetches a payload.
+ * are testable without a kernel keyring; tlsh_keyring_read() fetches a payload.
  *
  * Payload formats (see tlsh-helper(8)):
  *   certificate  one X.509 certificate in DER, or one or more in PEM
@@ -39,46 +39,46 @@ struct tlsh_psk {
 /*
  * Read the payload of key SERIAL (a "user" or "big_key" key).  Returns 0 or
  * a positive errno with a message in err; *buf is to be released with
- * keyring_free_payload().
+ * tlsh_keyring_free_payload().
  */
-int keyring_read(int32_t serial, unsigned char **buf, size_t *len,
-		 char *err, size_t errlen);
-void keyring_free_payload(unsigned char *buf, size_t len);
+int tlsh_keyring_read(int32_t serial, unsigned char **buf, size_t *len,
+		      char *err, size_t errlen);
+void tlsh_keyring_free_payload(unsigned char *buf, size_t len);
 
 /* Parse a certificate (chain) into x->pcerts.  0 or EINVAL. */
-int keyring_parse_certs(struct tlsh_x509 *x, const unsigned char *buf,
-			size_t len, char *err, size_t errlen);
+int tlsh_keyring_parse_certs(struct tlsh_x509 *x, const unsigned char *buf,
+			     size_t len, char *err, size_t errlen);
 /* Parse a private key into x->key and check that it matches pcerts[0]. */
-int keyring_parse_privkey(struct tlsh_x509 *x, const unsigned char *buf,
-			  size_t len, char *err, size_t errlen);
-void keyring_x509_free(struct tlsh_x509 *x);
+int tlsh_keyring_parse_privkey(struct tlsh_x509 *x, const unsigned char *buf,
+			       size_t len, char *err, size_t errlen);
+void tlsh_keyring_x509_free(struct tlsh_x509 *x);
 
 /*
  * Parse "IDENTITY:HEXKEY" lines.  With want_identity NULL exactly one entry
  * must be present; otherwise the entry with that identity is taken.
  */
-int keyring_parse_psk(struct tlsh_psk *psk, const unsigned char *buf,
-		      size_t len, const char *want_identity, char *err,
-		      size_t errlen);
-void keyring_psk_clear(struct tlsh_psk *psk);
+int tlsh_keyring_parse_psk(struct tlsh_psk *psk, const unsigned char *buf,
+			   size_t len, const char *want_identity, char *err,
+			   size_t errlen);
+void tlsh_keyring_psk_clear(struct tlsh_psk *psk);
 
 /*
  * Where an agent thread finds the keys a request names.  With a keyring
  * from TLSH_KEYRING (which the kernel made this thread possess when it was
- * read), every serial must be a member of it: keyring_member() says so, or
+ * read), every serial must be a member of it: tlsh_keyring_member() says so, or
  * fails with EACCES.  Without one (a kernel consumer that names serials
- * directly), keyring_use_user_keyring() links root's user keyring into the
+ * directly), tlsh_keyring_use_user_keyring() links root's user keyring into the
  * calling thread's keyring, for that thread only.  0 or positive errno
  * with a message in err.
  */
-int keyring_member(int32_t keyring, int32_t serial, char *err,
-		   size_t errlen);
-int keyring_use_user_keyring(char *err, size_t errlen);
+int tlsh_keyring_member(int32_t keyring, int32_t serial, char *err,
+			size_t errlen);
+int tlsh_keyring_use_user_keyring(char *err, size_t errlen);
 
 /* Convenience: read serials and parse. 0 or positive errno. */
-int keyring_load_x509(struct tlsh_x509 *x, int32_t cert, int32_t privkey,
-		      char *err, size_t errlen);
-int keyring_load_psk(struct tlsh_psk *psk, int32_t serial, char *err,
-		     size_t errlen);
+int tlsh_keyring_load_x509(struct tlsh_x509 *x, int32_t cert, int32_t privkey,
+			   char *err, size_t errlen);
+int tlsh_keyring_load_psk(struct tlsh_psk *psk, int32_t serial, char *err,
+			  size_t errlen);
 
 #endif

@@ -31,7 +31,7 @@
 #define TCP_ULP 31
 #endif
 
-int ktls_check(gnutls_session_t s, char *err, size_t errlen)
+int tlsh_ktls_check(gnutls_session_t s, char *err, size_t errlen)
 {
 	gnutls_protocol_t v = gnutls_protocol_get_version(s);
 	gnutls_cipher_algorithm_t c = gnutls_cipher_get(s);
@@ -77,15 +77,15 @@ static int fill_salted(unsigned char *key,
 	return 0;
 }
 
-int ktls_fill(gnutls_session_t s, int read, union ktls_crypto_info *ci,
-	      socklen_t *len, char *err, size_t errlen)
+int tlsh_ktls_fill(gnutls_session_t s, int read, union ktls_crypto_info *ci,
+		   socklen_t *len, char *err, size_t errlen)
 {
 	gnutls_datum_t mac, iv, key;
 	unsigned char seq[8];
 	int tls13, ret = -1;
 
 	memset(ci, 0, sizeof(*ci));
-	if (ktls_check(s, err, errlen) < 0)
+	if (tlsh_ktls_check(s, err, errlen) < 0)
 		return -1;
 	tls13 = gnutls_protocol_get_version(s) == GNUTLS_TLS1_3;
 	if (gnutls_record_get_state(s, read, &mac, &iv, &key, seq) < 0) {
@@ -141,13 +141,13 @@ int ktls_fill(gnutls_session_t s, int read, union ktls_crypto_info *ci,
 	return ret;
 }
 
-int ktls_install(int fd, gnutls_session_t s, char *err, size_t errlen)
+int tlsh_ktls_install(int fd, gnutls_session_t s, char *err, size_t errlen)
 {
 	union ktls_crypto_info ci;
 	socklen_t len = 0;
 	int e;
 
-	if (ktls_check(s, err, errlen) < 0)
+	if (tlsh_ktls_check(s, err, errlen) < 0)
 		return EPROTO;
 	if (setsockopt(fd, SOL_TCP, TCP_ULP, "tls", sizeof("tls")) < 0) {
 		e = errno;
@@ -156,7 +156,7 @@ int ktls_install(int fd, gnutls_session_t s, char *err, size_t errlen)
 		return e;
 	}
 	for (int dir = 0; dir < 2; dir++) {
-		if (ktls_fill(s, dir, &ci, &len, err, errlen) < 0)
+		if (tlsh_ktls_fill(s, dir, &ci, &len, err, errlen) < 0)
 			return EPROTO;
 		if (setsockopt(fd, SOL_TLS, dir ? TLS_RX : TLS_TX, &ci, len) < 0) {
 			e = errno;
@@ -167,7 +167,7 @@ int ktls_install(int fd, gnutls_session_t s, char *err, size_t errlen)
 		}
 		explicit_bzero(&ci, sizeof(ci));
 		if (dir == 0)
-			fault_point(FAULT_AFTER_TX);
+			tlsh_fault_point(FAULT_AFTER_TX);
 	}
 	return 0;
 }

@@ -19,17 +19,17 @@ union ktls_crypto_info {
 
 /* 0 if version and cipher of s are usable with the 6.1 kTLS, else -1 with
  * a message. */
-int ktls_check(gnutls_session_t s, char *err, size_t errlen);
+int tlsh_ktls_check(gnutls_session_t s, char *err, size_t errlen);
 
 /*
  * Build the TLS_TX (read = 0) or TLS_RX (read = 1) argument from the
  * current GnuTLS record state.  Returns 0 or -1.  The caller must
  * explicit_bzero() *ci after use.
  */
-int ktls_fill(gnutls_session_t s, int read, union ktls_crypto_info *ci,
-	      socklen_t *len, char *err, size_t errlen);
+int tlsh_ktls_fill(gnutls_session_t s, int read, union ktls_crypto_info *ci,
+		   socklen_t *len, char *err, size_t errlen);
 
 /* TCP_ULP "tls", TLS_TX, TLS_RX.  Returns 0 or a positive errno. */
-int ktls_install(int fd, gnutls_session_t s, char *err, size_t errlen);
+int tlsh_ktls_install(int fd, gnutls_session_t s, char *err, size_t errlen);
 
 #endif

@@ -28,7 +28,7 @@
 
 #include <keyutils.h>
 
-int listener_open(int32_t key, char *err, size_t errlen)
+int tlsh_listener_open(int32_t key, char *err, size_t errlen)
 {
 	struct sockaddr_tlsh sa;
 	int fd, e;
@@ -86,7 +86,7 @@ static void *worker(void *a)
 	free(j);
 	pthread_mutex_lock(&ls->lock);
 	ls->inflight--;
-	ls->last_done = now_ms();
+	ls->last_done = tlsh_now_ms();
 	pthread_mutex_unlock(&ls->lock);
 	if (write(ls->evfd, &one, sizeof(one)) < 0) {
 		/* the counter is also re-read on the next poll timeout */
@@ -117,7 +117,7 @@ static int spawn(struct lstate *ls, pthread_attr_t *attr, int fd)
 	return e;
 }
 
-void listener_block_signals(void)
+void tlsh_listener_block_signals(void)
 {
 	sigset_t set;
 
@@ -176,8 +176,8 @@ static int accept_some(int lfd, struct lstate *ls, pthread_attr_t *attr)
 	}
 }
 
-int listener_run(int lfd, unsigned idle_s, listener_handler handler,
-		 void *arg)
+int tlsh_listener_run(int lfd, unsigned idle_s, listener_handler handler,
+		      void *arg)
 {
 	struct lstate ls = { .handler = handler, .arg = arg };
 	uint64_t idle_ms = (uint64_t)idle_s * 1000u, backoff_until = 0;
@@ -186,9 +186,9 @@ int listener_run(int lfd, unsigned idle_s, listener_handler handler,
 	int sigfd, stopping = 0, ret = 0;
 
 	pthread_mutex_init(&ls.lock, NULL);
-	ls.last_done = now_ms();
+	ls.last_done = tlsh_now_ms();
 	ls.evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	listener_block_signals();
+	tlsh_listener_block_signals();
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
@@ -210,7 +210,7 @@ int listener_run(int lfd, unsigned idle_s, listener_handler handler,
 	for (;;) {
 		struct pollfd pfd[3];
 		unsigned inflight;
-		uint64_t last, now = now_ms();
+		uint64_t last, now = tlsh_now_ms();
 		int timeout = -1, nfds = 2, pr;
 
 		pthread_mutex_lock(&ls.lock);
@@ -274,7 +274,7 @@ int listener_run(int lfd, unsigned idle_s, listener_handler handler,
 			int r = accept_some(lfd, &ls, &attr);
 
 			if (r == 1)
-				backoff_until = now_ms() + 100;
+				backoff_until = tlsh_now_ms() + 100;
 			if (r < 0 || r == 2) {
 				stopping = 1;
 				ret = r < 0;
@@ -312,7 +312,7 @@ static int parse_u64(const char *s, const char **end, uint64_t max,
 	return 0;
 }
 
-int netns_parse_description(const char *desc, uint32_t *inum, uint64_t *seq)
+int tlsh_netns_parse_description(const char *desc, uint32_t *inum, uint64_t *seq)
 {
 	const char *p;
 	uint64_t i, s;
@@ -328,8 +328,8 @@ int netns_parse_description(const char *desc, uint32_t *inum, uint64_t *seq)
 	return 0;
 }
 
-int netns_from_key(int32_t key, uint32_t *inum, uint64_t *seq, char *err,
-		   size_t errlen)
+int tlsh_netns_from_key(int32_t key, uint32_t *inum, uint64_t *seq, char *err,
+			size_t errlen)
 {
 	char *desc = NULL;
 	const char *d;
@@ -350,7 +350,7 @@ int netns_from_key(int32_t key, uint32_t *inum, uint64_t *seq, char *err,
 			d++;
 	}
 	if (strncmp(desc, "tlsh;", 5) != 0 || !d ||
-	    netns_parse_description(d, inum, seq) < 0) {
+	    tlsh_netns_parse_description(d, inum, seq) < 0) {
 		snprintf(err, errlen,
 			 "key %d is not a tlsh key with description netns:<inum>:<seq>",
 			 key);
@@ -361,7 +361,7 @@ int netns_from_key(int32_t key, uint32_t *inum, uint64_t *seq, char *err,
 	return 0;
 }
 
-uint32_t netns_self(void)
+uint32_t tlsh_netns_self(void)
 {
 	struct stat st;
 

@@ -19,7 +19,7 @@ typedef void (*listener_handler)(int fd, void *arg);
 
 /* socket(AF_TLSH), bind(tlsh_key = key, 0 = own namespace), listen().
  * Returns the listening fd or -errno with a message in err. */
-int listener_open(int32_t key, char *err, size_t errlen);
+int tlsh_listener_open(int32_t key, char *err, size_t errlen);
 
 /*
  * Accept until idle: each accepted fd is handed to handler(fd, arg) on its
@@ -28,19 +28,19 @@ int listener_open(int32_t key, char *err, size_t errlen);
  * SIGTERM/SIGINT/SIGHUP (after the handshakes in flight are done).
  * Closes lfd.  Returns 0, or 1 on a fatal accept error.
  */
-int listener_run(int lfd, unsigned idle_s, listener_handler handler,
-		 void *arg);
+int tlsh_listener_run(int lfd, unsigned idle_s, listener_handler handler,
+		      void *arg);
 
-/* Block the signals listener_run() handles; call before any thread. */
-void listener_block_signals(void);
+/* Block the signals tlsh_listener_run() handles; call before any thread. */
+void tlsh_listener_block_signals(void);
 
 /* "netns:<inum>:<seq>" -> inum, seq.  0 or -1. */
-int netns_parse_description(const char *desc, uint32_t *inum, uint64_t *seq);
+int tlsh_netns_parse_description(const char *desc, uint32_t *inum, uint64_t *seq);
 /* Check that key is a "tlsh" key and get its namespace.  0 or a
  * positive errno (EINVAL: not a tlsh key) with a message in err. */
-int netns_from_key(int32_t key, uint32_t *inum, uint64_t *seq, char *err,
-		   size_t errlen);
+int tlsh_netns_from_key(int32_t key, uint32_t *inum, uint64_t *seq, char *err,
+			size_t errlen);
 /* Inode number of the caller's network namespace, 0 if unknown. */
-uint32_t netns_self(void);
+uint32_t tlsh_netns_self(void);
 
 #endif

@@ -32,7 +32,7 @@ static const int level_prio[] = {
 	[TLSH_LOG_DEBUG] = LOG_DEBUG,
 };
 
-void log_init(const char *ident, int to_syslog, int to_stderr)
+void tlsh_log_init(const char *ident, int to_syslog, int to_stderr)
 {
 	log_ident = ident;
 	log_to_syslog = to_syslog;
@@ -41,19 +41,19 @@ void log_init(const char *ident, int to_syslog, int to_stderr)
 		openlog(ident, LOG_PID, LOG_DAEMON);
 }
 
-void log_set_level(enum tlsh_log_level level)
+void tlsh_log_set_level(enum tlsh_log_level level)
 {
 	if (level > TLSH_LOG_DEBUG)
 		level = TLSH_LOG_DEBUG;
 	log_level = level;
 }
 
-enum tlsh_log_level log_get_level(void)
+enum tlsh_log_level tlsh_log_get_level(void)
 {
 	return log_level;
 }
 
-int log_level_from_name(const char *name)
+int tlsh_log_level_from_name(const char *name)
 {
 	for (size_t i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++)
 		if (strcmp(name, level_names[i]) == 0)
@@ -61,12 +61,12 @@ int log_level_from_name(const char *name)
 	return -1;
 }
 
-const char *log_level_name(enum tlsh_log_level level)
+const char *tlsh_log_level_name(enum tlsh_log_level level)
 {
 	return level <= TLSH_LOG_DEBUG ? level_names[level] : "?";
 }
 
-void log_msg(enum tlsh_log_level level, const char *fmt, ...)
+void tlsh_log_msg(enum tlsh_log_level level, const char *fmt, ...)
 {
 	char line[1024];
 	va_list ap;

@@ -10,19 +10,19 @@ enum tlsh_log_level {
 	TLSH_LOG_DEBUG,
 };
 
-void log_init(const char *ident, int to_syslog, int to_stderr);
-void log_set_level(enum tlsh_log_level level);
-enum tlsh_log_level log_get_level(void);
+void tlsh_log_init(const char *ident, int to_syslog, int to_stderr);
+void tlsh_log_set_level(enum tlsh_log_level level);
+enum tlsh_log_level tlsh_log_get_level(void);
 /* Name <-> level ("error", "warning", "info", "debug"); -1 if unknown. */
-int log_level_from_name(const char *name);
-const char *log_level_name(enum tlsh_log_level level);
+int tlsh_log_level_from_name(const char *name);
+const char *tlsh_log_level_name(enum tlsh_log_level level);
 
-void log_msg(enum tlsh_log_level level, const char *fmt, ...)
+void tlsh_log_msg(enum tlsh_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-#define log_err(...)	log_msg(TLSH_LOG_ERROR, __VA_ARGS__)
-#define log_warn(...)	log_msg(TLSH_LOG_WARNING, __VA_ARGS__)
-#define log_info(...)	log_msg(TLSH_LOG_INFO, __VA_ARGS__)
-#define log_debug(...)	log_msg(TLSH_LOG_DEBUG, __VA_ARGS__)
+#define log_err(...)	tlsh_log_msg(TLSH_LOG_ERROR, __VA_ARGS__)
+#define log_warn(...)	tlsh_log_msg(TLSH_LOG_WARNING, __VA_ARGS__)
+#define log_info(...)	tlsh_log_msg(TLSH_LOG_INFO, __VA_ARGS__)
+#define log_debug(...)	tlsh_log_msg(TLSH_LOG_DEBUG, __VA_ARGS__)
 
 #endif

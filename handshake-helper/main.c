@@ -93,13 +93,13 @@ static int load_config(const char *path, int verbose)
 {
 	char err[PATH_MAX + 600];
 
-	if (config_load(&cfg, path ? path : TLSH_CONFIG_FILE, path != NULL,
-			err, sizeof(err)) < 0) {
+	if (tlsh_config_load(&cfg, path ? path : TLSH_CONFIG_FILE, path != NULL,
+			     err, sizeof(err)) < 0) {
 		log_err("%s", err);
 		return -1;
 	}
-	log_set_level((enum tlsh_log_level)(cfg.log_level + verbose));
-	if (hs_global_init(&cfg, err, sizeof(err)) < 0) {
+	tlsh_log_set_level((enum tlsh_log_level)(cfg.log_level + verbose));
+	if (tlsh_hs_global_init(&cfg, err, sizeof(err)) < 0) {
 		log_err("%s", err);
 		return -1;
 	}
@@ -129,7 +129,7 @@ static int kernel_mode(int32_t key, const char *cfgpath, long idle, int verbose)
 	pid_t pid;
 	char go;
 
-	log_init("tlsh-helper", 1, 0);
+	tlsh_log_init("tlsh-helper", 1, 0);
 	setup_key = key;
 	signal(SIGALRM, setup_alarm);
 	alarm(SETUP_TIMEOUT);
@@ -143,7 +143,7 @@ static int kernel_mode(int32_t key, const char *cfgpath, long idle, int verbose)
 	}
 	/* bind() is the authoritative check; a key that is described but
 	 * not as a tlsh key for a namespace is refused here already. */
-	n = netns_from_key(key, &inum, &seq, err, sizeof(err));
+	n = tlsh_netns_from_key(key, &inum, &seq, err, sizeof(err));
 	if (n == EINVAL) {
 		log_err("%s", err);
 		reject_key(key, EINVAL);
@@ -155,8 +155,8 @@ static int kernel_mode(int32_t key, const char *cfgpath, long idle, int verbose)
 		reject_key(key, EKEYREJECTED);
 		return 1;
 	}
-	fault_point(FAULT_BEFORE_BIND);
-	lfd = listener_open(key, err, sizeof(err));
+	tlsh_fault_point(FAULT_BEFORE_BIND);
+	lfd = tlsh_listener_open(key, err, sizeof(err));
 	if (lfd < 0) {
 		log_err("network namespace %u: %s", inum, err);
 		reject_key(key, -lfd);
@@ -191,7 +191,7 @@ static int kernel_mode(int32_t key, const char *cfgpath, long idle, int verbose)
 			idle = (long)cfg.idle_timeout;
 		log_info("serving network namespace %u (key %d), idle timeout %ld s",
 			 inum, key, idle);
-		return listener_run(lfd, (unsigned)idle, request_serve, &cfg);
+		return tlsh_listener_run(lfd, (unsigned)idle, tlsh_request_serve, &cfg);
 	}
 	close(pipefd[0]);
 	close(lfd);
@@ -216,21 +216,21 @@ static int foreground_mode(const char *cfgpath, long idle, int verbose)
 	char err[600];
 	int lfd;
 
-	log_init("tlsh-helper", 1, 1);
+	tlsh_log_init("tlsh-helper", 1, 1);
 	if (load_config(cfgpath, verbose) < 0)
 		return 2;
-	lfd = listener_open(0, err, sizeof(err));
+	lfd = tlsh_listener_open(0, err, sizeof(err));
 	if (lfd < 0) {
 		log_err("%s", err);
 		return 1;
 	}
 	if (idle > 0)
 		log_info("serving network namespace %u, idle timeout %ld s",
-			 netns_self(), idle);
+			 tlsh_netns_self(), idle);
 	else
-		log_info("serving network namespace %u", netns_self());
-	return listener_run(lfd, idle < 0 ? 0 : (unsigned)idle, request_serve,
-			    &cfg);
+		log_info("serving network namespace %u", tlsh_netns_self());
+	return tlsh_listener_run(lfd, idle < 0 ? 0 : (unsigned)idle, tlsh_request_serve,
+				 &cfg);
 }
 
 /*
@@ -264,15 +264,15 @@ int main(int argc, char **argv)
 	if (opt > STDERR_FILENO)
 		close(opt);
 	signal(SIGPIPE, SIG_IGN);
-	config_defaults(&cfg);
+	tlsh_config_defaults(&cfg);
 	memset(&co, 0, sizeof(co));
-	log_init("tlsh-helper", 0, 1);
+	tlsh_log_init("tlsh-helper", 0, 1);
 	protect_secrets();
 
 	while ((opt = getopt_long(argc, argv, "k:fc:i:vh", long_options, NULL)) != -1) {
 		switch (opt) {
 		case 'k':
-			if (parse_serial(optarg, &key) < 0) {
+			if (tlsh_parse_serial(optarg, &key) < 0) {
 				log_err("-k: key serial must be a positive 32-bit decimal number");
 				return 2;
 			}
@@ -288,7 +288,7 @@ int main(int argc, char **argv)
 			cfgpath = optarg;
 			break;
 		case 'i':
-			if (parse_uint(optarg, TLSH_MAX_IDLE, &v) < 0) {
+			if (tlsh_parse_uint(optarg, TLSH_MAX_IDLE, &v) < 0) {
 				log_err("-i: expected seconds, 0..%d", TLSH_MAX_IDLE);
 				return 2;
 			}
@@ -313,7 +313,7 @@ int main(int argc, char **argv)
 			cflags++;
 			break;
 		case OPT_PRIORITIES:
-			if (!valid_token(optarg, TLSH_MAX_PRIORITIES)) {
+			if (!tlsh_valid_token(optarg, TLSH_MAX_PRIORITIES)) {
 				log_err("--priorities: bad priority string");
 				return 2;
 			}
@@ -385,8 +385,8 @@ int main(int argc, char **argv)
 		}
 		if (load_config(cfgpath, verbose) < 0)
 			return 2;
-		opt = connect_main(&co, &cfg);
-		hs_global_deinit();
+		opt = tlsh_connect_main(&co, &cfg);
+		tlsh_hs_global_deinit();
 		return opt;
 	}
 	if (foreground)

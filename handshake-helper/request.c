@@ -79,7 +79,7 @@ static void describe_peer(int fd, struct tlsh_request *r)
 	socklen_t len = sizeof(ss);
 	char a[INET6_ADDRSTRLEN];
 
-	copy_string(r->peer, sizeof(r->peer), "unknown peer");
+	tlsh_copy_string(r->peer, sizeof(r->peer), "unknown peer");
 	r->peer_ip_len = 0;
 	if (getpeername(fd, (struct sockaddr *)&ss, &len) < 0)
 		return;
@@ -101,8 +101,8 @@ static void describe_peer(int fd, struct tlsh_request *r)
 	}
 }
 
-int request_read(int fd, const struct config *cfg, struct tlsh_request *r,
-		 char *err, size_t errlen)
+int tlsh_request_read(int fd, const struct config *cfg, struct tlsh_request *r,
+		      char *err, size_t errlen)
 {
 	int ret, v;
 
@@ -122,7 +122,7 @@ int request_read(int fd, const struct config *cfg, struct tlsh_request *r,
 			 TLSH_MAX_PRIORITIES, err, errlen);
 	if (ret)
 		return ret;
-	if (r->priorities[0] && !valid_token(r->priorities, TLSH_MAX_PRIORITIES)) {
+	if (r->priorities[0] && !tlsh_valid_token(r->priorities, TLSH_MAX_PRIORITIES)) {
 		snprintf(err, errlen, "TLSH_PRIORITIES is not printable ASCII");
 		return EINVAL;
 	}
@@ -171,11 +171,11 @@ int request_read(int fd, const struct config *cfg, struct tlsh_request *r,
 	if (r->peername[0]) {
 		char norm[TLSH_MAX_PEERNAME + 1];
 
-		if (normalize_peername(r->peername, norm, sizeof(norm)) < 0) {
+		if (tlsh_normalize_peername(r->peername, norm, sizeof(norm)) < 0) {
 			snprintf(err, errlen, "TLSH_PEERNAME is neither a DNS name nor an IP address");
 			return EINVAL;
 		}
-		copy_string(r->peername, sizeof(r->peername), norm);
+		tlsh_copy_string(r->peername, sizeof(r->peername), norm);
 	}
 
 	r->timeout_ms = cfg->handshake_timeout * 1000u;
@@ -192,7 +192,7 @@ int request_read(int fd, const struct config *cfg, struct tlsh_request *r,
 
 /*
  * Load what the request names.  With a keyring (the kernel made this
- * thread possess it when request_read() read TLSH_KEYRING), a serial must
+ * thread possess it when tlsh_request_read() read TLSH_KEYRING), a serial must
  * be in it: the kernel checked, as the mounting user, that the user may
  * read what it linked there, and nothing else is read.  Without one, the
  * serials come from a kernel consumer that names them directly, and root's
@@ -207,18 +207,18 @@ static int load_keys(const struct tlsh_request *r, struct tlsh_x509 *x509,
 	if (!psk_type && !r->cert)
 		return 0;		/* no client certificate */
 	if (r->keyring) {
-		status = keyring_member(r->keyring, r->peerid, err, errlen);
+		status = tlsh_keyring_member(r->keyring, r->peerid, err, errlen);
 		if (!status && !psk_type)
-			status = keyring_member(r->keyring, r->cert, err,
-						errlen);
+			status = tlsh_keyring_member(r->keyring, r->cert, err,
+						     errlen);
 	} else {
-		status = keyring_use_user_keyring(err, errlen);
+		status = tlsh_keyring_use_user_keyring(err, errlen);
 	}
 	if (!status && psk_type)
-		status = keyring_load_psk(psk, r->peerid, err, errlen);
+		status = tlsh_keyring_load_psk(psk, r->peerid, err, errlen);
 	else if (!status)
-		status = keyring_load_x509(x509, r->cert, r->peerid, err,
-					   errlen);
+		status = tlsh_keyring_load_x509(x509, r->cert, r->peerid, err,
+						errlen);
 	/* A key that is gone (revoked, then collected) is not the kernel's
 	 * "no handshake agent" */
 	return status == ENOKEY ? EKEYREVOKED : status;
@@ -236,7 +236,7 @@ static int report_unauthenticated(int fd, const struct tlsh_request *r,
 	int one = 1;
 
 	if (hs->verify_status)
-		hs_verify_reasons(hs, why, sizeof(why));
+		tlsh_hs_verify_reasons(hs, why, sizeof(why));
 	else
 		snprintf(why, sizeof(why), "encryption-only = yes");
 	if (setsockopt(fd, SOL_TLSH, TLSH_UNAUTHENTICATED, &one,
@@ -259,7 +259,7 @@ static void report(int fd, int status)
 			 strerror(errno));
 }
 
-void request_serve(int fd, void *arg)
+void tlsh_request_serve(int fd, void *arg)
 {
 	const struct config *cfg = arg;
 	struct tlsh_request r;
@@ -270,13 +270,13 @@ void request_serve(int fd, void *arg)
 	char err[512];
 	const char *who;
 	int status;
-	uint64_t t_start = now_us(), t_hs = 0, t_ktls = 0;
+	uint64_t t_start = tlsh_now_us(), t_hs = 0, t_ktls = 0;
 
 	memset(&x509, 0, sizeof(x509));
 	memset(&psk, 0, sizeof(psk));
 	(void)mlock(&psk, sizeof(psk));	/* best effort: keep it off swap */
 	memset(&hs, 0, sizeof(hs));
-	status = request_read(fd, cfg, &r, err, sizeof(err));
+	status = tlsh_request_read(fd, cfg, &r, err, sizeof(err));
 	who = r.peername[0] ? r.peername : "no peer name";
 	if (!status) {
 		log_debug("%s (%s): %s handshake, timeout %u ms, priorities %s",
@@ -296,14 +296,14 @@ void request_serve(int fd, void *arg)
 		p.psk = r.type == TLSH_TYPE_CLIENTHELLO_PSK ? &psk : NULL;
 		p.timeout_ms = r.timeout_ms;
 		p.auth_optional = r.auth_optional;
-		t_hs = now_us();
-		status = hs_run(&hs, fd, &p, err, sizeof(err));
+		t_hs = tlsh_now_us();
+		status = tlsh_hs_run(&hs, fd, &p, err, sizeof(err));
 	}
 	if (!status) {
-		t_ktls = now_us();
-		status = ktls_install(fd, hs.session, err, sizeof(err));
+		t_ktls = tlsh_now_us();
+		status = tlsh_ktls_install(fd, hs.session, err, sizeof(err));
 		if (status == ENOTCONN || status == ECONNRESET || status == EPIPE)
-			status = hs_closed_after(hs.session, fd, err, sizeof(err));
+			status = tlsh_hs_closed_after(hs.session, fd, err, sizeof(err));
 	}
 	if (!status && hs.unauthenticated)
 		status = report_unauthenticated(fd, &r, &hs, err, sizeof(err));
@@ -313,7 +313,7 @@ void request_serve(int fd, void *arg)
 	} else {
 		char desc[96];
 
-		hs_describe(hs.session, desc, sizeof(desc));
+		tlsh_hs_describe(hs.session, desc, sizeof(desc));
 		log_info("handshake with %s (%s) done: %s%s", r.peer, who, desc,
 			 r.type == TLSH_TYPE_CLIENTHELLO_PSK ? ", PSK" :
 			 r.cert ? ", client certificate" : "");
@@ -322,11 +322,11 @@ void request_serve(int fd, void *arg)
 			  r.peer, who, (double)(t_hs - t_start) / 1000,
 			  (double)hs.handshake_us / 1000,
 			  (double)hs.verdict_us / 1000,
-			  (double)(now_us() - t_ktls) / 1000);
+			  (double)(tlsh_now_us() - t_ktls) / 1000);
 	}
-	hs_session_free(&hs);
-	keyring_x509_free(&x509);
-	keyring_psk_clear(&psk);
+	tlsh_hs_session_free(&hs);
+	tlsh_keyring_x509_free(&x509);
+	tlsh_keyring_psk_clear(&psk);
 	(void)munlock(&psk, sizeof(psk));
 	close(fd);
 }

@@ -31,11 +31,11 @@ struct tlsh_request {
 };
 
 /* Read and validate the SOL_TLSH options of fd.  0 or positive errno. */
-int request_read(int fd, const struct config *cfg, struct tlsh_request *r,
-		 char *err, size_t errlen);
+int tlsh_request_read(int fd, const struct config *cfg, struct tlsh_request *r,
+		      char *err, size_t errlen);
 
 /* Serve one handshake on fd and close it; cfg is a const struct config *.
  * Thread-safe. */
-void request_serve(int fd, void *cfg);
+void tlsh_request_serve(int fd, void *cfg);
 
 #endif

@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-int parse_uint(const char *s, unsigned long max, unsigned long *out)
+int tlsh_parse_uint(const char *s, unsigned long max, unsigned long *out)
 {
 	unsigned long v = 0;
 
@@ -27,17 +27,17 @@ int parse_uint(const char *s, unsigned long max, unsigned long *out)
 	return 0;
 }
 
-int parse_serial(const char *s, int32_t *out)
+int tlsh_parse_serial(const char *s, int32_t *out)
 {
 	unsigned long v;
 
-	if (!s || s[0] == '0' || parse_uint(s, INT32_MAX, &v) < 0 || v == 0)
+	if (!s || s[0] == '0' || tlsh_parse_uint(s, INT32_MAX, &v) < 0 || v == 0)
 		return -1;
 	*out = (int32_t)v;
 	return 0;
 }
 
-int parse_bool(const char *s)
+int tlsh_parse_bool(const char *s)
 {
 	static const char *const yes[] = { "yes", "true", "on", "1" };
 	static const char *const no[] = { "no", "false", "off", "0" };
@@ -51,7 +51,7 @@ int parse_bool(const char *s)
 	return -1;
 }
 
-uint64_t now_us(void)
+uint64_t tlsh_now_us(void)
 {
 	struct timespec ts;
 
@@ -59,12 +59,12 @@ uint64_t now_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-uint64_t now_ms(void)
+uint64_t tlsh_now_ms(void)
 {
-	return now_us() / 1000u;
+	return tlsh_now_us() / 1000u;
 }
 
-int ip_literal(const char *s, unsigned char addr[16], size_t *len)
+int tlsh_ip_literal(const char *s, unsigned char addr[16], size_t *len)
 {
 	if (inet_pton(AF_INET, s, addr) == 1) {
 		*len = 4;
@@ -77,7 +77,7 @@ int ip_literal(const char *s, unsigned char addr[16], size_t *len)
 	return 0;
 }
 
-int valid_dns_name(const char *s)
+int tlsh_valid_dns_name(const char *s)
 {
 	size_t total = strlen(s), label = 0;
 
@@ -102,7 +102,7 @@ int valid_dns_name(const char *s)
 	return 1;
 }
 
-int normalize_peername(const char *in, char *out, size_t outlen)
+int tlsh_normalize_peername(const char *in, char *out, size_t outlen)
 {
 	unsigned char addr[16];
 	size_t len = strlen(in), alen;
@@ -116,7 +116,7 @@ int normalize_peername(const char *in, char *out, size_t outlen)
 			return 0;
 		return -1;
 	}
-	if (ip_literal(in, addr, &alen) || valid_dns_name(in)) {
+	if (tlsh_ip_literal(in, addr, &alen) || tlsh_valid_dns_name(in)) {
 		memcpy(out, in, len + 1);
 		if (len > 1 && out[len - 1] == '.')
 			out[len - 1] = '\0';
@@ -125,7 +125,7 @@ int normalize_peername(const char *in, char *out, size_t outlen)
 	return -1;
 }
 
-int valid_token(const char *s, size_t max)
+int tlsh_valid_token(const char *s, size_t max)
 {
 	size_t n = strlen(s);
 
@@ -137,14 +137,14 @@ int valid_token(const char *s, size_t max)
 	return 1;
 }
 
-int copy_string(char *dst, size_t dstlen, const char *src)
+int tlsh_copy_string(char *dst, size_t dstlen, const char *src)
 {
 	int n = snprintf(dst, dstlen, "%s", src);
 
 	return (n < 0 || (size_t)n >= dstlen) ? -1 : 0;
 }
 
-int read_file(const char *path, size_t max, unsigned char **buf, size_t *len)
+int tlsh_read_file(const char *path, size_t max, unsigned char **buf, size_t *len)
 {
 	unsigned char *b;
 	size_t used = 0;

@@ -8,36 +8,36 @@
 
 /* A key serial as given by request-key or the kernel: 1..INT32_MAX, plain
  * decimal, nothing else.  Returns 0 or -1. */
-int parse_serial(const char *s, int32_t *out);
+int tlsh_parse_serial(const char *s, int32_t *out);
 /* Unsigned decimal in [0, max]; returns 0 or -1. */
-int parse_uint(const char *s, unsigned long max, unsigned long *out);
+int tlsh_parse_uint(const char *s, unsigned long max, unsigned long *out);
 /* "yes"/"no" and friends; returns 0 or 1, or -1. */
-int parse_bool(const char *s);
+int tlsh_parse_bool(const char *s);
 
 /* Monotonic clock in milliseconds, and in microseconds. */
-uint64_t now_ms(void);
-uint64_t now_us(void);
+uint64_t tlsh_now_ms(void);
+uint64_t tlsh_now_us(void);
 
 /* If s is an IPv4 or IPv6 literal, store the raw address (4 or 16 bytes)
  * and return 1; else 0. */
-int ip_literal(const char *s, unsigned char addr[16], size_t *len);
+int tlsh_ip_literal(const char *s, unsigned char addr[16], size_t *len);
 /* A DNS host name: labels of [A-Za-z0-9_-], 1..63 each, total <= 253,
  * optional trailing dot. */
-int valid_dns_name(const char *s);
+int tlsh_valid_dns_name(const char *s);
 /*
  * A peer name as used for SNI and verification: a DNS name without its
  * trailing dot, or an IP literal ("[v6]" loses its brackets).  Returns 0,
  * or -1 if in is neither or does not fit.
  */
-int normalize_peername(const char *in, char *out, size_t outlen);
+int tlsh_normalize_peername(const char *in, char *out, size_t outlen);
 /* Printable ASCII without spaces, 1..max bytes. */
-int valid_token(const char *s, size_t max);
+int tlsh_valid_token(const char *s, size_t max);
 
 /* snprintf-based bounded copy; returns -1 if truncated. */
-int copy_string(char *dst, size_t dstlen, const char *src);
+int tlsh_copy_string(char *dst, size_t dstlen, const char *src);
 
 /* Read a whole file (up to max bytes) into a malloc'ed buffer.
  * Returns 0 or a positive errno (EFBIG if larger than max). */
-int read_file(const char *path, size_t max, unsigned char **buf, size_t *len);
+int tlsh_read_file(const char *path, size_t max, unsigned char **buf, size_t *len);
 
 #endif

@@ -16,9 +16,9 @@
 
 static int parse(struct config *c, const char *text, char *err, size_t errlen)
 {
-	config_defaults(c);
+	tlsh_config_defaults(c);
 	err[0] = '\0';
-	return config_parse(c, "t.conf", text, strlen(text), err, errlen);
+	return tlsh_config_parse(c, "t.conf", text, strlen(text), err, errlen);
 }
 
 static void expect_error(const char *text, const char *want)
@@ -41,14 +41,14 @@ int main(int argc, char **argv)
 	int r;
 
 	/* defaults */
-	config_defaults(&c);
-	r = config_load(&c, "/nonexistent/tlsh-helper.conf", 0, err, sizeof(err));
+	tlsh_config_defaults(&c);
+	r = tlsh_config_load(&c, "/nonexistent/tlsh-helper.conf", 0, err, sizeof(err));
 	CHECK(r == 0 && c.idle_timeout == 5 && c.handshake_timeout == 15 &&
 	      c.tls12 == 0 && c.encryption_only == 0 &&
 	      c.log_level == TLSH_LOG_INFO && c.trust_store[0] == '\0' &&
 	      c.priorities[0] == '\0',
 	      "a missing default config file means defaults");
-	r = config_load(&c, "/nonexistent/tlsh-helper.conf", 1, err, sizeof(err));
+	r = tlsh_config_load(&c, "/nonexistent/tlsh-helper.conf", 1, err, sizeof(err));
 	CHECK(r < 0 && strcmp(err, "/nonexistent/tlsh-helper.conf: cannot read: No such file or directory") == 0,
 	      "a missing explicit config file is an error");
 
@@ -120,8 +120,8 @@ int main(int argc, char **argv)
 	{
 		static const char nul[] = "tls12 = yes\n\0\n";
 
-		config_defaults(&c);
-		r = config_parse(&c, "t.conf", nul, sizeof(nul) - 1, err, sizeof(err));
+		tlsh_config_defaults(&c);
+		r = tlsh_config_parse(&c, "t.conf", nul, sizeof(nul) - 1, err, sizeof(err));
 		CHECK(r < 0 && strcmp(err, "t.conf: contains a NUL byte") == 0,
 		      "a NUL byte makes the file invalid");
 	}
@@ -135,36 +135,36 @@ int main(int argc, char **argv)
 	}
 
 	/* effective priorities: all must be accepted by gnutls_priority_init */
-	r = config_check_priorities(TLSH_DEFAULT_PRIORITIES, err, sizeof(err));
+	r = tlsh_config_check_priorities(TLSH_DEFAULT_PRIORITIES, err, sizeof(err));
 	CHECK(r == 0, "the built-in default priority string is valid for GnuTLS");
-	config_defaults(&c);
-	hs_priorities(&c, NULL, TLSH_TYPE_CLIENTHELLO_X509, prio, sizeof(prio));
+	tlsh_config_defaults(&c);
+	tlsh_hs_priorities(&c, NULL, TLSH_TYPE_CLIENTHELLO_X509, prio, sizeof(prio));
 	snprintf(want, sizeof(want), "%s:-VERS-TLS1.2", TLSH_DEFAULT_PRIORITIES);
-	CHECK(strcmp(prio, want) == 0 && config_check_priorities(prio, err, sizeof(err)) == 0,
+	CHECK(strcmp(prio, want) == 0 && tlsh_config_check_priorities(prio, err, sizeof(err)) == 0,
 	      "tls12 = no (default) removes TLS1.2 from the default priorities");
 	c.tls12 = 1;
-	hs_priorities(&c, NULL, TLSH_TYPE_CLIENTHELLO_X509, prio, sizeof(prio));
+	tlsh_hs_priorities(&c, NULL, TLSH_TYPE_CLIENTHELLO_X509, prio, sizeof(prio));
 	CHECK(strcmp(prio, TLSH_DEFAULT_PRIORITIES) == 0,
 	      "tls12 = yes keeps the default priorities");
-	hs_priorities(&c, NULL, TLSH_TYPE_CLIENTHELLO_PSK, prio, sizeof(prio));
+	tlsh_hs_priorities(&c, NULL, TLSH_TYPE_CLIENTHELLO_PSK, prio, sizeof(prio));
 	CHECK(strstr(prio, "+ECDHE-PSK") && strstr(prio, "+DHE-PSK") &&
-	      config_check_priorities(prio, err, sizeof(err)) == 0,
+	      tlsh_config_check_priorities(prio, err, sizeof(err)) == 0,
 	      "PSK handshakes add the PSK key exchanges to the default");
-	hs_priorities(&c, "NORMAL", TLSH_TYPE_CLIENTHELLO_PSK, prio, sizeof(prio));
+	tlsh_hs_priorities(&c, "NORMAL", TLSH_TYPE_CLIENTHELLO_PSK, prio, sizeof(prio));
 	CHECK(strcmp(prio, "NORMAL") == 0, "a kernel-supplied priority string is used as given");
 	c.tls12 = 0;
-	hs_priorities(&c, "NORMAL", TLSH_TYPE_CLIENTHELLO_X509, prio, sizeof(prio));
+	tlsh_hs_priorities(&c, "NORMAL", TLSH_TYPE_CLIENTHELLO_X509, prio, sizeof(prio));
 	CHECK(strcmp(prio, "NORMAL:-VERS-TLS1.2") == 0,
 	      "tls12 = no also applies to a kernel-supplied priority string");
 	snprintf(text, sizeof(text), "priorities = %s\n", TLSH_DEFAULT_PRIORITIES);
 	r = parse(&c, text, err, sizeof(err));
-	hs_priorities(&c, NULL, TLSH_TYPE_CLIENTHELLO_X509, prio, sizeof(prio));
+	tlsh_hs_priorities(&c, NULL, TLSH_TYPE_CLIENTHELLO_X509, prio, sizeof(prio));
 	snprintf(want, sizeof(want), "%s:-VERS-TLS1.2", TLSH_DEFAULT_PRIORITIES);
 	CHECK(r == 0 && strcmp(prio, want) == 0, "a configured priority string replaces the default");
 
 	if (example) {
-		config_defaults(&c);
-		r = config_load(&c, example, 1, err, sizeof(err));
+		tlsh_config_defaults(&c);
+		r = tlsh_config_load(&c, example, 1, err, sizeof(err));
 		CHECK(r == 0, "the shipped example tlsh-helper.conf is valid");
 		if (r)
 			DIAG("%s", err);

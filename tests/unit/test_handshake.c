@@ -4,7 +4,7 @@
  * GnuTLS server on a thread.
  *
  * kTLS key material: for TLS 1.3 and 1.2 and each of the four ciphers the
- * 6.1 kTLS takes, ktls_fill() builds TLS_TX and TLS_RX exactly as they
+ * 6.1 kTLS takes, tlsh_ktls_fill() builds TLS_TX and TLS_RX exactly as they
  * would be handed to the kernel; this test then does what net/tls/tls_sw.c
  * does with them (nonce from salt/iv/rec_seq, AAD, record framing) in
  * user space: a record sealed with TLS_TX must be accepted by the GnuTLS
@@ -387,11 +387,11 @@ static void ktls_case(const char *ver, const char *cipher, int tls13, int psk)
 		hp.peername = "server.test";
 	}
 	post_hs_records = 0;
-	r = hs_run(&hs, cfd, &hp, err, sizeof(err));
+	r = tlsh_hs_run(&hs, cfd, &hp, err, sizeof(err));
 	if (r == 0) {
 		char desc[96], want[96];
 
-		hs_describe(hs.session, desc, sizeof(desc));
+		tlsh_hs_describe(hs.session, desc, sizeof(desc));
 		snprintf(want, sizeof(want), "%s %s", ver, cipher);
 		r = strcmp(desc, want) ? -1 : 0;
 		if (r)
@@ -399,8 +399,8 @@ static void ktls_case(const char *ver, const char *cipher, int tls13, int psk)
 	} else {
 		DIAG("handshake: %s", err);
 	}
-	if (r == 0 && ktls_fill(hs.session, 0, &tx, &txlen, err, sizeof(err)) == 0 &&
-	    ktls_fill(hs.session, 1, &rx, &rxlen, err, sizeof(err)) == 0) {
+	if (r == 0 && tlsh_ktls_fill(hs.session, 0, &tx, &txlen, err, sizeof(err)) == 0 &&
+	    tlsh_ktls_fill(hs.session, 1, &rx, &rxlen, err, sizeof(err)) == 0) {
 		unsigned char rec[512];
 		char got[64];
 		ssize_t rl = seal(&tx, "hello", rec, sizeof(rec));
@@ -422,7 +422,7 @@ static void ktls_case(const char *ver, const char *cipher, int tls13, int psk)
 		DIAG("sealed_ok=%d opened_ok=%d server_hs=%d", sealed_ok, opened_ok, sv.hs_ret);
 	explicit_bzero(&tx, sizeof(tx));
 	explicit_bzero(&rx, sizeof(rx));
-	hs_session_free(&hs);
+	tlsh_hs_session_free(&hs);
 }
 
 static void error_cases(void)
@@ -444,26 +444,26 @@ static void error_cases(void)
 	/* a peer that never answers */
 	cfd = start(&sv, SRV_STALL, prio13);
 	hp = psk_params(&p, prio13, 400);
-	t0 = now_ms();
-	r = hs_run(&hs, cfd, &hp, err, sizeof(err));
-	dt = now_ms() - t0;
-	hs_session_free(&hs);
+	t0 = tlsh_now_ms();
+	r = tlsh_hs_run(&hs, cfd, &hp, err, sizeof(err));
+	dt = tlsh_now_ms() - t0;
+	tlsh_hs_session_free(&hs);
 	finish(&sv, cfd);
 	CHECK(r == ETIMEDOUT && strcmp(err, "handshake timed out after 400 ms") == 0 &&
 	      dt >= 350 && dt < 1500,
 	      "a silent peer: ETIMEDOUT at the deadline (%llu ms)", (unsigned long long)dt);
 
 	hp = psk_params(&p, prio13, 0);
-	r = hs_run(&hs, -1, &hp, err, sizeof(err));
-	hs_session_free(&hs);
+	r = tlsh_hs_run(&hs, -1, &hp, err, sizeof(err));
+	tlsh_hs_session_free(&hs);
 	CHECK(r == ETIMEDOUT, "no time left (TLSH_TIMEOUT_MS 0): ETIMEDOUT without a handshake");
 
 	/* wrong PSK: the server aborts with a fatal alert */
 	p.key[0] ^= 0xff;
 	cfd = start(&sv, SRV_ECHO, prio13);
 	hp = psk_params(&p, prio13, 3000);
-	r = hs_run(&hs, cfd, &hp, err, sizeof(err));
-	hs_session_free(&hs);
+	r = tlsh_hs_run(&hs, cfd, &hp, err, sizeof(err));
+	tlsh_hs_session_free(&hs);
 	finish(&sv, cfd);
 	CHECK(r == EACCES && strncmp(err, "peer sent fatal alert: ", 23) == 0,
 	      "wrong PSK: EACCES, '%s'", err);
@@ -473,21 +473,21 @@ static void error_cases(void)
 	cfd = start(&sv, SRV_ECHO,
 		    "NORMAL:-VERS-ALL:+VERS-TLS1.2:-CIPHER-ALL:+AES-128-CBC:+PSK:+ECDHE-PSK");
 	hp = psk_params(&p, "NORMAL:-VERS-ALL:+VERS-TLS1.2:-CIPHER-ALL:+AES-128-CBC:+PSK:+ECDHE-PSK", 3000);
-	r = hs_run(&hs, cfd, &hp, err, sizeof(err));
-	hs_session_free(&hs);
+	r = tlsh_hs_run(&hs, cfd, &hp, err, sizeof(err));
+	tlsh_hs_session_free(&hs);
 	finish(&sv, cfd);
 	CHECK(r == EPROTO && strcmp(err, "negotiated cipher AES-128-CBC is not supported by kTLS") == 0,
 	      "a cipher kTLS cannot take: EPROTO, '%s'", err);
 
 	/* a PSK handshake without a PSK */
 	hp = psk_params(NULL, prio13, 3000);
-	r = hs_run(&hs, -1, &hp, err, sizeof(err));
-	hs_session_free(&hs);
+	r = tlsh_hs_run(&hs, -1, &hp, err, sizeof(err));
+	tlsh_hs_session_free(&hs);
 	CHECK(r == EINVAL && strcmp(err, "PSK handshake without a PSK") == 0,
 	      "PSK handshake without a key: EINVAL");
 	hp.type = 7;
-	r = hs_run(&hs, -1, &hp, err, sizeof(err));
-	hs_session_free(&hs);
+	r = tlsh_hs_run(&hs, -1, &hp, err, sizeof(err));
+	tlsh_hs_session_free(&hs);
 	CHECK(r == EINVAL && strcmp(err, "unsupported handshake type 7") == 0,
 	      "unknown handshake type: EINVAL");
 }
@@ -508,9 +508,9 @@ static void x509_cases(void)
 	const char *group;
 
 	cfd = start(&sv, SRV_X509, "NORMAL");
-	r = hs_run(&hs, cfd, &hp, err, sizeof(err));
+	r = tlsh_hs_run(&hs, cfd, &hp, err, sizeof(err));
 	group = r == 0 ? gnutls_group_get_name(gnutls_group_get(hs.session)) : NULL;
-	hs_session_free(&hs);
+	tlsh_hs_session_free(&hs);
 	finish(&sv, cfd);
 	CHECK(r == 0, "x509: trusted certificate for server.test%s%s", r ? ": " : "", r ? err : "");
 	/* the default priorities offer the fastest group first */
@@ -522,15 +522,15 @@ static void x509_cases(void)
 	memcpy(hp.peer_ip, lo, 4);
 	hp.peer_ip_len = 4;
 	cfd = start(&sv, SRV_X509, "NORMAL");
-	r = hs_run(&hs, cfd, &hp, err, sizeof(err));
-	hs_session_free(&hs);
+	r = tlsh_hs_run(&hs, cfd, &hp, err, sizeof(err));
+	tlsh_hs_session_free(&hs);
 	finish(&sv, cfd);
 	CHECK(r == 0, "x509: no peer name, the peer address 127.0.0.1 is checked");
 
 	hp.peername = "other.test";
 	cfd = start(&sv, SRV_X509, "NORMAL");
-	r = hs_run(&hs, cfd, &hp, err, sizeof(err));
-	hs_session_free(&hs);
+	r = tlsh_hs_run(&hs, cfd, &hp, err, sizeof(err));
+	tlsh_hs_session_free(&hs);
 	finish(&sv, cfd);
 	CHECK(r == EKEYREJECTED &&
 	      strcmp(err, "certificate for other.test not trusted: name does not match") == 0,
@@ -549,14 +549,14 @@ int main(int argc, char **argv)
 	}
 	dir = argv[1];
 	signal(SIGPIPE, SIG_IGN);
-	log_init("test_handshake", 0, 1);
-	log_set_level(TLSH_LOG_WARNING);
-	config_defaults(&cfg);
+	tlsh_log_init("test_handshake", 0, 1);
+	tlsh_log_set_level(TLSH_LOG_WARNING);
+	tlsh_config_defaults(&cfg);
 	cfg.tls12 = 1;
 	snprintf(path, sizeof(path), "%s/ca.pem", dir);
-	copy_string(cfg.trust_store, sizeof(cfg.trust_store), path);
-	if (hs_global_init(&cfg, err, sizeof(err)) < 0) {
-		CHECK(0, "hs_global_init: %s", err);
+	tlsh_copy_string(cfg.trust_store, sizeof(cfg.trust_store), path);
+	if (tlsh_hs_global_init(&cfg, err, sizeof(err)) < 0) {
+		CHECK(0, "tlsh_hs_global_init: %s", err);
 		return 1;
 	}
 	for (int v = 0; v < 2; v++)
@@ -567,11 +567,11 @@ int main(int argc, char **argv)
 	error_cases();
 	x509_cases();
 	/* the wait for a TLS 1.3 server's verdict on our certificate */
-	CHECK(hs_verdict_wait_ms(3, 15000) == 100 &&
-	      hs_verdict_wait_ms(100, 15000) == 300 &&
-	      hs_verdict_wait_ms(5000, 15000) == 750 &&
-	      hs_verdict_wait_ms(100, 120) == 120,
+	CHECK(tlsh_hs_verdict_wait_ms(3, 15000) == 100 &&
+	      tlsh_hs_verdict_wait_ms(100, 15000) == 300 &&
+	      tlsh_hs_verdict_wait_ms(5000, 15000) == 750 &&
+	      tlsh_hs_verdict_wait_ms(100, 120) == 120,
 	      "verdict wait: three times the handshake, within 100..750 ms and the time left");
-	hs_global_deinit();
+	tlsh_hs_global_deinit();
 	return tap_done();
 }

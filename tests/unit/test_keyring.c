@@ -27,7 +27,7 @@ static unsigned char *load(const char *name, size_t *len)
 	unsigned char *buf = NULL;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	if (read_file(path, TLSH_PAYLOAD_MAX, &buf, len)) {
+	if (tlsh_read_file(path, TLSH_PAYLOAD_MAX, &buf, len)) {
 		DIAG("cannot read %s", path);
 		exit(1);
 	}
@@ -42,14 +42,14 @@ static int certs(const char *name, unsigned *n, char *err, size_t errlen)
 	int r;
 
 	memset(&x, 0, sizeof(x));
-	r = keyring_parse_certs(&x, b, len, err, errlen);
+	r = tlsh_keyring_parse_certs(&x, b, len, err, errlen);
 	*n = x.npcerts;
-	keyring_x509_free(&x);
+	tlsh_keyring_x509_free(&x);
 	free(b);
 	return r;
 }
 
-/* Parse cert file + key file; returns the keyring_parse_privkey result. */
+/* Parse cert file + key file; returns the tlsh_keyring_parse_privkey result. */
 static int pair(const char *cert, const char *key, char *err, size_t errlen)
 {
 	struct tlsh_x509 x;
@@ -58,12 +58,12 @@ static int pair(const char *cert, const char *key, char *err, size_t errlen)
 	int r;
 
 	memset(&x, 0, sizeof(x));
-	r = keyring_parse_certs(&x, cb, cl, err, errlen);
+	r = tlsh_keyring_parse_certs(&x, cb, cl, err, errlen);
 	if (!r)
-		r = keyring_parse_privkey(&x, kb, kl, err, errlen);
+		r = tlsh_keyring_parse_privkey(&x, kb, kl, err, errlen);
 	if (!r && !x.key)
 		r = -1;
-	keyring_x509_free(&x);
+	tlsh_keyring_x509_free(&x);
 	free(cb);
 	free(kb);
 	return r;
@@ -72,8 +72,8 @@ static int pair(const char *cert, const char *key, char *err, size_t errlen)
 static int psk(const char *text, const char *id, struct tlsh_psk *p, char *err,
 	       size_t errlen)
 {
-	return keyring_parse_psk(p, (const unsigned char *)text, strlen(text), id,
-				 err, errlen);
+	return tlsh_keyring_parse_psk(p, (const unsigned char *)text, strlen(text), id,
+				      err, errlen);
 }
 
 #define HEX32 "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
@@ -93,14 +93,14 @@ static void test_buffers(void)
 	r = certs("srv.der", &n, err, sizeof(err));
 	CHECK(r == 0 && n == 1, "DER certificate payload");
 	memset(&x, 0, sizeof(x));
-	r = keyring_parse_certs(&x, (const unsigned char *)"garbage", 7, err, sizeof(err));
+	r = tlsh_keyring_parse_certs(&x, (const unsigned char *)"garbage", 7, err, sizeof(err));
 	CHECK(r == EINVAL && strstr(err, "not a PEM or DER X.509 certificate"),
 	      "garbage certificate payload: '%s'", err);
-	r = keyring_parse_certs(&x, (const unsigned char *)"", 0, err, sizeof(err));
+	r = tlsh_keyring_parse_certs(&x, (const unsigned char *)"", 0, err, sizeof(err));
 	CHECK(r == EINVAL && strcmp(err, "certificate payload is empty") == 0,
 	      "empty certificate payload is refused");
-	r = keyring_parse_certs(&x, (const unsigned char *)"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
-				63, err, sizeof(err));
+	r = tlsh_keyring_parse_certs(&x, (const unsigned char *)"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+				     63, err, sizeof(err));
 	CHECK(r == EINVAL && strstr(err, "bad PEM certificate"), "broken PEM certificate: '%s'", err);
 
 	CHECK(pair("srv.pem", "srv.key", err, sizeof(err)) == 0,
@@ -113,7 +113,7 @@ static void test_buffers(void)
 	r = pair("srv.pem", "enc.key", err, sizeof(err));
 	CHECK(r == EINVAL && strstr(err, "encrypted"), "an encrypted private key is refused: '%s'", err);
 	memset(&x, 0, sizeof(x));
-	r = keyring_parse_privkey(&x, (const unsigned char *)"\x30\x03\x02\x01\x00", 5, err, sizeof(err));
+	r = tlsh_keyring_parse_privkey(&x, (const unsigned char *)"\x30\x03\x02\x01\x00", 5, err, sizeof(err));
 	CHECK(r == EINVAL && strstr(err, "not a DER private key"), "garbage private key: '%s'", err);
 
 	r = psk("client1:" HEX32, NULL, &p, err, sizeof(err));
@@ -147,7 +147,7 @@ static void test_buffers(void)
 	r = psk("my id:" HEX32, NULL, &p, err, sizeof(err));
 	CHECK(r == EINVAL && strstr(err, "printable ASCII"), "PSK identity with a space");
 	CHECK(strstr(err, "0001020304") == NULL, "PSK error messages do not contain key material");
-	keyring_psk_clear(&p);
+	tlsh_keyring_psk_clear(&p);
 }
 
 static key_serial_t add(const char *desc, const void *data, size_t len)
@@ -184,41 +184,41 @@ static void test_keyring(void)
 	kder = add("tlsh-test:keyder", key, kl);
 	CHECK(kc > 0 && kk > 0 && kp > 0 && kder > 0, "user keys added with add_key(2)");
 
-	r = keyring_read(kc, &buf, &len, err, sizeof(err));
+	r = tlsh_keyring_read(kc, &buf, &len, err, sizeof(err));
 	CHECK(r == 0 && len == cl && memcmp(buf, cert, cl) == 0,
-	      "keyring_read returns the payload of key %d", kc);
-	keyring_free_payload(buf, len);
+	      "tlsh_keyring_read returns the payload of key %d", kc);
+	tlsh_keyring_free_payload(buf, len);
 	memset(&x, 0, sizeof(x));
-	r = keyring_load_x509(&x, kc, kk, err, sizeof(err));
+	r = tlsh_keyring_load_x509(&x, kc, kk, err, sizeof(err));
 	CHECK(r == 0 && x.npcerts == 2 && x.key, "certificate chain and PEM key loaded by serial");
-	keyring_x509_free(&x);
+	tlsh_keyring_x509_free(&x);
 	memset(&x, 0, sizeof(x));
-	r = keyring_load_x509(&x, kc, kder, err, sizeof(err));
+	r = tlsh_keyring_load_x509(&x, kc, kder, err, sizeof(err));
 	CHECK(r == 0 && x.key, "DER private key loaded by serial");
-	keyring_x509_free(&x);
-	r = keyring_load_psk(&p, kp, err, sizeof(err));
+	tlsh_keyring_x509_free(&x);
+	r = tlsh_keyring_load_psk(&p, kp, err, sizeof(err));
 	CHECK(r == 0 && strcmp(p.identity, "client1") == 0 && p.keylen == 32,
 	      "PSK loaded by serial");
-	keyring_psk_clear(&p);
+	tlsh_keyring_psk_clear(&p);
 
 	memset(&x, 0, sizeof(x));
-	r = keyring_load_x509(&x, kk, kc, err, sizeof(err));
+	r = tlsh_keyring_load_x509(&x, kk, kc, err, sizeof(err));
 	CHECK(r == EINVAL && strstr(err, "certificate key") && strstr(err, "bad PEM certificate"),
 	      "certificate and key serials swapped: '%s'", err);
-	keyring_x509_free(&x);
+	tlsh_keyring_x509_free(&x);
 
-	r = keyring_read(2147483000, &buf, &len, err, sizeof(err));
+	r = tlsh_keyring_read(2147483000, &buf, &len, err, sizeof(err));
 	CHECK(r == ENOKEY && strcmp(err, "cannot read key 2147483000: Required key not available") == 0,
 	      "a serial that does not exist: '%s'", err);
-	r = keyring_read(ring, &buf, &len, err, sizeof(err));
+	r = tlsh_keyring_read(ring, &buf, &len, err, sizeof(err));
 	snprintf((char *)cert, cl, "key %d is of type 'keyring', expected 'user' or 'big_key'", ring);
 	CHECK(r == EINVAL && strcmp(err, (char *)cert) == 0, "a keyring serial is refused: '%s'", err);
-	r = keyring_read(-3, &buf, &len, err, sizeof(err));
+	r = tlsh_keyring_read(-3, &buf, &len, err, sizeof(err));
 	CHECK(r == EINVAL && strcmp(err, "invalid key serial -3") == 0,
 	      "special (negative) serials are refused");
 	/* possessor may view but not read */
 	if (keyctl_setperm(kp, KEY_POS_VIEW | KEY_USR_VIEW) == 0) {
-		r = keyring_load_psk(&p, kp, err, sizeof(err));
+		r = tlsh_keyring_load_psk(&p, kp, err, sizeof(err));
 		CHECK(r == EACCES && strncmp(err, "PSK key", 7) != 0 &&
 		      strstr(err, "Permission denied"),
 		      "a key without read permission: '%s'", err);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The accept loop of listener.c, driven with a loopback TCP listener in
- * place of the AF_TLSH one (listener_run() only accepts and hands fds to
+ * place of the AF_TLSH one (tlsh_listener_run() only accepts and hands fds to
  * the handler): a stalled peer does not delay the others, many
  * handshakes run at once, and the idle timer counts from the last
  * finished handshake and never runs while one is in flight.
@@ -63,8 +63,8 @@ static void *run_main(void *arg)
 {
 	struct run *r = arg;
 
-	r->ret = listener_run(r->lfd, r->idle, handler, NULL);
-	r->ended = now_ms();
+	r->ret = tlsh_listener_run(r->lfd, r->idle, handler, NULL);
+	r->ended = tlsh_now_ms();
 	return NULL;
 }
 
@@ -97,13 +97,13 @@ static int dial(const struct sockaddr_in *sa)
 static long roundtrip(int fd, int timeout_ms)
 {
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
-	uint64_t t0 = now_ms();
+	uint64_t t0 = tlsh_now_ms();
 	char c = 'x';
 
 	if (write(fd, &c, 1) != 1 || poll(&pfd, 1, timeout_ms) != 1 ||
 	    read(fd, &c, 1) != 1 || c != 'x')
 		return -1;
-	return (long)(now_ms() - t0);
+	return (long)(tlsh_now_ms() - t0);
 }
 
 static int is_closed(int fd)
@@ -128,7 +128,7 @@ static void test_loop(void)
 	pthread_create(&r.t, NULL, run_main, &r);
 
 	stalled = dial(&sa);		/* never sends: its handler waits 1.5 s */
-	t_stalled = now_ms();
+	t_stalled = tlsh_now_ms();
 	usleep(50 * 1000);
 	fast = dial(&sa);
 	ms = fast >= 0 ? roundtrip(fast, 1000) : -1;
@@ -182,69 +182,69 @@ static void test_parsers(void)
 	size_t iplen;
 	int all;
 
-	CHECK(parse_serial("1", &s) == 0 && s == 1 &&
-	      parse_serial("2147483647", &s) == 0 && s == 2147483647,
+	CHECK(tlsh_parse_serial("1", &s) == 0 && s == 1 &&
+	      tlsh_parse_serial("2147483647", &s) == 0 && s == 2147483647,
 	      "key serials 1 and INT32_MAX are accepted");
 	all = 1;
 	for (size_t i = 0; i < sizeof(bad_serials) / sizeof(*bad_serials); i++)
-		if (parse_serial(bad_serials[i], &s) == 0) {
+		if (tlsh_parse_serial(bad_serials[i], &s) == 0) {
 			DIAG("accepted serial '%s'", bad_serials[i]);
 			all = 0;
 		}
 	CHECK(all, "zero, negative, signed, padded, non-decimal and >INT32_MAX serials are refused");
-	CHECK(netns_parse_description("netns:4026531992:7", &inum, &seq) == 0 &&
+	CHECK(tlsh_netns_parse_description("netns:4026531992:7", &inum, &seq) == 0 &&
 	      inum == 4026531992u && seq == 7 &&
-	      netns_parse_description("netns:1:18446744073709551615", &inum, &seq) == 0 &&
+	      tlsh_netns_parse_description("netns:1:18446744073709551615", &inum, &seq) == 0 &&
 	      seq == UINT64_MAX,
 	      "tlsh key descriptions netns:<inum>:<seq> are parsed");
 	all = 1;
 	for (size_t i = 0; i < sizeof(bad_desc) / sizeof(*bad_desc); i++)
-		if (netns_parse_description(bad_desc[i], &inum, &seq) == 0) {
+		if (tlsh_netns_parse_description(bad_desc[i], &inum, &seq) == 0) {
 			DIAG("accepted description '%s'", bad_desc[i]);
 			all = 0;
 		}
 	CHECK(all, "malformed key descriptions are refused");
-	CHECK(netns_self() != 0, "the caller's network namespace inode is found");
+	CHECK(tlsh_netns_self() != 0, "the caller's network namespace inode is found");
 	all = 1;
 	for (size_t i = 0; i < sizeof(good_names) / sizeof(*good_names); i++)
-		all &= valid_dns_name(good_names[i]);
+		all &= tlsh_valid_dns_name(good_names[i]);
 	for (size_t i = 0; i < sizeof(bad_names) / sizeof(*bad_names); i++)
-		all &= !valid_dns_name(bad_names[i]);
+		all &= !tlsh_valid_dns_name(bad_names[i]);
 	{
 		char longname[300];
 
 		memset(longname, 'a', 299);
 		longname[299] = '\0';
-		all &= !valid_dns_name(longname);
+		all &= !tlsh_valid_dns_name(longname);
 		memset(longname, 'a', 64);
 		longname[64] = '\0';
-		all &= !valid_dns_name(longname);
+		all &= !tlsh_valid_dns_name(longname);
 	}
 	CHECK(all, "peer names: DNS names accepted, malformed and over-long ones refused");
 	{
 		char norm[256];
 
-		CHECK(normalize_peername("server.test.", norm, sizeof(norm)) == 0 &&
+		CHECK(tlsh_normalize_peername("server.test.", norm, sizeof(norm)) == 0 &&
 		      strcmp(norm, "server.test") == 0 &&
-		      normalize_peername("[2001:db8::1]", norm, sizeof(norm)) == 0 &&
+		      tlsh_normalize_peername("[2001:db8::1]", norm, sizeof(norm)) == 0 &&
 		      strcmp(norm, "2001:db8::1") == 0 &&
-		      normalize_peername("192.0.2.1", norm, sizeof(norm)) == 0 &&
+		      tlsh_normalize_peername("192.0.2.1", norm, sizeof(norm)) == 0 &&
 		      strcmp(norm, "192.0.2.1") == 0 &&
-		      normalize_peername("[192.0.2.1]", norm, sizeof(norm)) < 0 &&
-		      normalize_peername("[server.test]", norm, sizeof(norm)) < 0 &&
-		      normalize_peername("server.test", norm, 5) < 0,
+		      tlsh_normalize_peername("[192.0.2.1]", norm, sizeof(norm)) < 0 &&
+		      tlsh_normalize_peername("[server.test]", norm, sizeof(norm)) < 0 &&
+		      tlsh_normalize_peername("server.test", norm, 5) < 0,
 		      "peer names are normalised: trailing dot, [IPv6] brackets");
 	}
-	CHECK(ip_literal("127.0.0.1", ip, &iplen) && iplen == 4 &&
-	      ip_literal("2001:db8::1", ip, &iplen) && iplen == 16 &&
-	      !ip_literal("server.test", ip, &iplen) && !ip_literal("127.1", ip, &iplen),
+	CHECK(tlsh_ip_literal("127.0.0.1", ip, &iplen) && iplen == 4 &&
+	      tlsh_ip_literal("2001:db8::1", ip, &iplen) && iplen == 16 &&
+	      !tlsh_ip_literal("server.test", ip, &iplen) && !tlsh_ip_literal("127.1", ip, &iplen),
 	      "IP literals are told apart from DNS names");
 }
 
 int main(void)
 {
-	log_init("test_listener", 0, 1);
-	log_set_level(TLSH_LOG_WARNING);
+	tlsh_log_init("test_listener", 0, 1);
+	tlsh_log_set_level(TLSH_LOG_WARNING);
 	test_parsers();
 	test_loop();
 	return tap_done();
