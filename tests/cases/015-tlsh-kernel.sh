@@ -50,8 +50,8 @@ mv /tmp/tlsh.conf.saved /etc/request-key.d/tlsh.conf
 # a namespace deleted with a request queued
 ip netns add T1
 ip netns exec T1 ip link set lo up
-ip netns exec T1 sh -c 'echo addr=127.0.0.1 port=9 > /proc/tlsh_test' 2>/dev/null
-check "a request on an unconnected socket is refused, not queued" grep -q "start=-111 status=0 done=0" <<< "$(cat /proc/tlsh_test)"
+ip netns exec T1 sh -c 'echo addr=127.0.0.1 port=9 > /debug/tlsh_test/run' 2>/dev/null
+check "a request on an unconnected socket is refused, not queued" grep -q "start=-111 status=0 done=0" <<< "$(cat /debug/tlsh_test/run)"
 check "the namespace can be deleted" ip netns del T1
 
 check "the test module unloads (no leaked references)" rmmod tlsh_test

@@ -32,12 +32,12 @@ check "IPv6 handshake served by the same agent" sh -c "grep -q 'status=0 done=1 
 check "the original tls_client_hello_x509() works (no peer name: IP checked)" grep -q "status=0 done=1" <<< "$(hs addr=$S port=4433 api=x509)"
 
 check "helper exits after its idle time" wait_for 10 sh -c '[ "$(pgrep -x tlsh-helper | wc -l)" = 0 ]'
-check "the next handshake spawns again" sh -c "grep -q 'status=0 done=1' <<< \"\$(echo addr=$S port=4433 name=server.test > /proc/tlsh_test; cat /proc/tlsh_test)\" && [ \$(grep -c ' tlsh_upcall_start:' $TRACE/trace) = 2 ]"
+check "the next handshake spawns again" sh -c "grep -q 'status=0 done=1' <<< \"\$(echo addr=$S port=4433 name=server.test > /debug/tlsh_test/run; cat /debug/tlsh_test/run)\" && [ \$(grep -c ' tlsh_upcall_start:' $TRACE/trace) = 2 ]"
 
 # C2 gets its own agent while C1's is still alive
 hs addr=$S port=4433 name=server.test > /dev/null
 inum_c1=$(readlink /proc/self/ns/net | tr -dc 0-9)
-out=$(ip netns exec C2 sh -c "echo addr=$S port=4433 name=server.test > /proc/tlsh_test; cat /proc/tlsh_test")
+out=$(ip netns exec C2 sh -c "echo addr=$S port=4433 name=server.test > /debug/tlsh_test/run; cat /debug/tlsh_test/run")
 inum_c2=$(ip netns exec C2 readlink /proc/self/ns/net | tr -dc 0-9)
 check "C2's handshake succeeds" grep -q "status=0 done=1" <<< "$out"
 check "C2 got an agent of its own" grep -q "tlsh_agent_bound: netns=$inum_c2 " $TRACE/trace

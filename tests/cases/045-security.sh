@@ -46,7 +46,7 @@ un ip addr add 192.0.2.31/24 dev eth0
 un ip link set eth0 up
 wait_for 10 un ping -c1 -W1 $S > /dev/null
 before=$(count tlsh_upcall_start)
-out=$(un sh -c "echo addr=$S port=4433 name=server.test > /proc/tlsh_test; cat /proc/tlsh_test")
+out=$(un sh -c "echo addr=$S port=4433 name=server.test > /debug/tlsh_test/run; cat /debug/tlsh_test/run")
 echo "$out"
 check "a handshake in the container's namespace is served by a kernel-started agent" \
 	grep -q "status=0 done=1 cancelled=0 data=ok" <<< "$out"

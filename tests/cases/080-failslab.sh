@@ -79,12 +79,12 @@ handshake_rounds() {
 	for r in $(seq "$rounds"); do
 		level "$f" "$r"
 		start=$(date +%s)
-		if ! sh -c 'echo 1 > /proc/self/make-it-fail; echo "addr='$S' port=4433 name=server.test timeout=8000 count=4" > /proc/tlsh_test' 2> /dev/null; then
+		if ! sh -c 'echo 1 > /proc/self/make-it-fail; echo "addr='$S' port=4433 name=server.test timeout=8000 count=4" > /debug/tlsh_test/run' 2> /dev/null; then
 			# the request itself could not be set up (ENOMEM to the writer)
 			refused=$((refused + 1))
 			continue
 		fi
-		out=$(cat /proc/tlsh_test)
+		out=$(cat /debug/tlsh_test/run)
 		el=$(( $(date +%s) - start ))
 		[ $el -le 20 ] || bad_time=$((bad_time + 1))
 		# each line: done=1 (exactly once); a refused start has done=0
@@ -174,7 +174,7 @@ wait_for 10 ip netns exec FS ping -c1 -W1 $S > /dev/null
 echo 1 > $F/probability
 echo -1 > $F/times
 echo "create tlsh * * /usr/local/bin/tlsh-helper-failing -k %k" > "$rule"
-out=$(ip netns exec FS sh -c 'echo "addr='$S' port=4433 name=server.test timeout=8000 count=8" > /proc/tlsh_test; cat /proc/tlsh_test')
+out=$(ip netns exec FS sh -c 'echo "addr='$S' port=4433 name=server.test timeout=8000 count=8" > /debug/tlsh_test/run; cat /debug/tlsh_test/run')
 inject_off $F
 cp /tmp/tlsh.conf.saved "$rule"
 check "handshakes in namespace FS under injection: none lost" [ "$(grep -c ' done=1 \| start=-' <<< "$out")" = 8 ]

@@ -105,7 +105,7 @@ wait_for 10 ip netns exec Q1 ping -c1 -W1 $S > /dev/null
 # the request-key helper stalls 4 s: the handshakes stay queued
 echo "create tlsh * * /bin/sleep 4" > "$rule"
 up0=$(count tlsh_upcall_start) d0=$(count tlsh_req_done)
-ip netns exec Q1 sh -c "echo 'addr=$S port=4433 name=server.test count=4 timeout=6000' > /proc/tlsh_test; cat /proc/tlsh_test" \
+ip netns exec Q1 sh -c "echo 'addr=$S port=4433 name=server.test count=4 timeout=6000' > /debug/tlsh_test/run; cat /debug/tlsh_test/run" \
 	> $TLSH_ARTIFACTS/q1.out 2>&1 &
 q1=$!
 wait_for 5 sh -c "[ \$(grep -c ' tlsh_upcall_start:' $TRACE/trace) -gt $up0 ]"

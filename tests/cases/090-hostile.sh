@@ -130,7 +130,7 @@ if [ $consumer = 1 ]; then
 	sink=$!
 	sleep 0.5
 	(while [ -e $flag ]; do
-		echo "addr=$S port=4437 name=server.test timeout=1000 count=8 data=none" > /proc/tlsh_test 2>/dev/null
+		echo "addr=$S port=4437 name=server.test timeout=1000 count=8 data=none" > /debug/tlsh_test/run 2>/dev/null
 	done) &
 	feeder=$!
 fi
@@ -138,7 +138,7 @@ fuzz "AF_TLSH calls as root, 2 workers x 2 threads" -m sock -j 2 -t "$(t 30)"
 fuzz "AF_TLSH calls as nobody (EPERM for bind/listen/accept)" -m sock -u -j 2 -t "$(t 15)"
 fuzz "AF_TLSH calls as nobody in its own user and net namespace" -m sock -U -t "$(t 10)"
 if [ $consumer = 1 ]; then
-	out=$(cat /proc/tlsh_test)
+	out=$(cat /debug/tlsh_test/run)
 	check "handshake requests completed while the fuzzer held the listener" grep -q "done=1" <<< "$out"
 	# a hostile agent started by request-key for every upcall: binds to
 	# its key or to others, instantiates with odd payloads, negates,
@@ -158,7 +158,7 @@ fi
 rm -f $flag
 if [ $consumer = 1 ]; then
 	wait $feeder
-	out=$(echo "addr=$S port=4437 name=server.test timeout=3000 data=none" > /proc/tlsh_test; cat /proc/tlsh_test)
+	out=$(echo "addr=$S port=4437 name=server.test timeout=3000 data=none" > /debug/tlsh_test/run; cat /debug/tlsh_test/run)
 	d="after the hostile agents, a handshake with no agent fails cleanly (ENOKEY)"
 	if grep -q "status=-126 done=1" <<< "$out"; then
 		ok "$d"

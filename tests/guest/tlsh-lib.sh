@@ -53,7 +53,7 @@ serve() {
 
 # hs ARGS...: run the test consumer in this namespace; prints its lines
 hs() {
-	echo "$*" > /proc/tlsh_test && cat /proc/tlsh_test
+	echo "$*" > /debug/tlsh_test/run && cat /debug/tlsh_test/run
 }
 
 # helpers: number of tlsh-helper processes

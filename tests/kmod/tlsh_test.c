@@ -2,12 +2,15 @@
 /*
  * tlsh_test: a kernel TLS consumer for the guest tests.
  *
- * Writing a command to /proc/tlsh_test runs it in the writer's network
- * namespace and blocks until it has finished; reading the file returns
- * one line per handshake of the last run:
+ * Writing a request to /sys/kernel/debug/tlsh_test/run (debugfs; the
+ * guest also mounts debugfs on /debug, which "ip netns exec" leaves
+ * alone) runs it in the writer's network namespace and blocks until it
+ * has finished; reading the file returns one line per handshake of the
+ * last run:
  *
- *   echo "addr=192.0.2.1 port=4433 name=server.test count=1" > /proc/tlsh_test
- *   cat /proc/tlsh_test
+ *   T=/sys/kernel/debug/tlsh_test/run
+ *   echo "addr=192.0.2.1 port=4433 name=server.test count=1" > $T
+ *   cat $T
  *   0 start=0 status=0 done=1 cancelled=0 data=ok ms=212 time_us=211873
  *
  * Keys: addr= (IPv4 or IPv6), port=, name= (peer name, optional),
@@ -28,12 +31,12 @@
  * namespaces at once). A fresh open reads the last run of anybody; a file
  * opened read-write reads the result of the last run written through it:
  *
- *   exec 3<>/proc/tlsh_test; echo "addr=..." >&3; cat <&3; exec 3>&-
+ *   exec 3<>$T; echo "addr=..." >&3; cat <&3; exec 3>&-
  */
 
 #include <linux/module.h>
 #include <linux/kernel.h>
-#include <linux/proc_fs.h>
+#include <linux/debugfs.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/inet.h>
@@ -365,24 +368,27 @@ static int tt_release(struct inode *inode, struct file *file)
 	return single_release(inode, file);
 }
 
-static const struct proc_ops tt_ops = {
-	.proc_open	= tt_open,
-	.proc_read	= seq_read,
-	.proc_write	= tt_write,
-	.proc_lseek	= seq_lseek,
-	.proc_release	= tt_release,
+static const struct file_operations tt_fops = {
+	.owner		= THIS_MODULE,
+	.open		= tt_open,
+	.read		= seq_read,
+	.write		= tt_write,
+	.llseek		= seq_lseek,
+	.release	= tt_release,
 };
+
+static struct dentry *tt_dir;
 
 static int __init tt_init(void)
 {
-	if (!proc_create("tlsh_test", 0600, NULL, &tt_ops))
-		return -ENOMEM;
+	tt_dir = debugfs_create_dir("tlsh_test", NULL);
+	debugfs_create_file("run", 0600, tt_dir, NULL, &tt_fops);
 	return 0;
 }
 
 static void __exit tt_exit(void)
 {
-	remove_proc_entry("tlsh_test", NULL);
+	debugfs_remove(tt_dir);
 	kfree(tt_result);
 }
 

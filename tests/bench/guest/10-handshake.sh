@@ -28,7 +28,7 @@ info cpus "$(grep -c ^processor /proc/cpuinfo) vCPU online, $(awk '/^model name/
 note "handshake latency, $BENCH_REPS repetitions, cold/warm/resident/floor interleaved"
 cat > $BW/tt-once.sh <<'X'
 #!/bin/bash
-exec {fd}<>/proc/tlsh_test && echo "$*" >&$fd && mapfile -t L <&$fd && echo "${L[0]}"
+exec {fd}<>/debug/tlsh_test/run && echo "$*" >&$fd && mapfile -t L <&$fd && echo "${L[0]}"
 X
 chmod +x $BW/tt-once.sh
 # the resident agent: tlsh-helper -f, by hand, serving C2 (kill_agents
@@ -217,7 +217,7 @@ cat > $BW/nsworker.sh <<W
 #!/bin/bash
 touch $BW/ready.\$1
 : < $BW/go
-exec {fd}<>/proc/tlsh_test
+exec {fd}<>/debug/tlsh_test/run
 echo "$HSS" >&\$fd
 mapfile -t L <&\$fd
 echo "\${EPOCHREALTIME/./} \${L[0]}" > $BW/res.\$1
@@ -283,7 +283,7 @@ cp /etc/request-key.d/tlsh.conf $BW/tlsh.conf.saved
 echo "create tlsh * * $BW/stall.sh %k" > /etc/request-key.d/tlsh.conf
 sync; echo 3 > /proc/sys/vm/drop_caches; sleep 1
 slab_snap $BW/slab.2; a2=$(slab_active); m2=$(meminfo_slab)
-ip netns exec bn1 bash -c "echo 'addr=$S port=4437 name=server.test data=none timeout=30000 count=256' > /proc/tlsh_test" &
+ip netns exec bn1 bash -c "echo 'addr=$S port=4437 name=server.test data=none timeout=30000 count=256' > /debug/tlsh_test/run" &
 queued=$!
 wait_for 30 sh -c "[ \$(ip netns exec bn1 ss -Htn state established | wc -l) -ge 256 ]"; sleep 1
 slab_snap $BW/slab.3; a3=$(slab_active); m3=$(meminfo_slab)

@@ -29,7 +29,7 @@ us_to_ms() { printf '%d.%03d' $(( $1 / 1000 )) $(( $1 % 1000 )); }
 # lines are in the array TT
 tt() {
 	local fd
-	exec {fd}<>/proc/tlsh_test || return 1
+	exec {fd}<>/debug/tlsh_test/run || return 1
 	if ! echo "$*" >&$fd; then
 		exec {fd}>&-
 		TT=()
