@@ -72,11 +72,16 @@ static int fail(char *err, size_t errlen, const char *name, unsigned line,
 	return -1;
 }
 
+int tlsh_config_priority_appends(const char *prio)
+{
+	return prio[0] && strchr("+-%!", prio[0]);
+}
+
 int tlsh_config_priority_init(void *cache, const char *prio, const char **errpos)
 {
 	unsigned int flags = 0;
 
-	if (prio[0] && strchr("+-%!", prio[0]))
+	if (tlsh_config_priority_appends(prio))
 		flags = GNUTLS_PRIORITY_INIT_DEF_APPEND;
 	return gnutls_priority_init2(cache, prio, errpos, flags);
 }

@@ -76,6 +76,9 @@ int tlsh_config_parse(struct config *cfg, const char *name, const char *buf,
  */
 int tlsh_config_priority_init(void *cache, const char *prio, const char **errpos);
 
+/* Whether tlsh_config_priority_init() appends PRIO to the system's default */
+int tlsh_config_priority_appends(const char *prio);
+
 /* Check a priority string with tlsh_config_priority_init(); returns 0 or -1
  * with a message in err. */
 int tlsh_config_check_priorities(const char *prio, char *err, size_t errlen);

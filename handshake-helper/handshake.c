@@ -103,6 +103,18 @@ static int verify_server(gnutls_session_t s)
 	return hs->verify_status ? -1 : 0;
 }
 
+/* "bad priority string at '...' (on the system's default priorities): why" */
+static void priority_error(char *err, size_t errlen, const char *prio,
+			   const char *errpos, int ret)
+{
+	snprintf(err, errlen, "bad priority string%s%.40s%s%s: %s",
+		 errpos ? " at '" : "", errpos ? errpos : "",
+		 errpos ? "'" : "",
+		 tlsh_config_priority_appends(prio) ?
+		 " (on the system's default priorities)" : "",
+		 gnutls_strerror(ret));
+}
+
 int tlsh_hs_global_init(const struct config *cfg, char *err, size_t errlen)
 {
 	int ret;
@@ -132,12 +144,7 @@ int tlsh_hs_global_init(const struct config *cfg, char *err, size_t errlen)
 		ret = tlsh_config_priority_init(&hs_prio_default[psk], prio,
 						&errpos);
 		if (ret < 0) {
-			snprintf(err, errlen, "bad priority string%s%.40s%s%s: %s",
-				 errpos ? " at '" : "", errpos ? errpos : "",
-				 errpos ? "'" : "",
-				 strchr("+-%!", prio[0]) ?
-				 " (on the system's default priorities)" : "",
-				 gnutls_strerror(ret));
+			priority_error(err, errlen, prio, errpos, ret);
 			return -1;
 		}
 	}
@@ -736,9 +743,7 @@ int tlsh_hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 			hs_prio_default[p->type == TLSH_TYPE_CLIENTHELLO_PSK]);
 	}
 	if (ret < 0) {
-		snprintf(err, errlen, "bad priority string%s%.40s%s: %s",
-			 errpos ? " at '" : "", errpos ? errpos : "",
-			 errpos ? "'" : "", gnutls_strerror(ret));
+		priority_error(err, errlen, prio, errpos, ret);
 		return EINVAL;
 	}
 

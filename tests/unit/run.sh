@@ -361,6 +361,10 @@ GNUTLS_SYSTEM_PRIORITY_FILE=$tmp/policy.conf \
 	hs -c "$tmp/good.conf" --connect $A:$P_X509 --peername server.test
 expect "... and with nothing left to offer the agent says so at start" 2 \
 	"bad priority string .*on the system's default priorities"
+hs -c "$tmp/good.conf" --connect $A:$P_X509 --peername server.test \
+	--priorities '-VERS-ALL'
+expect "a request's modifiers-only string that leaves nothing: the reason names the system's default" 1 \
+	"bad priority string.*on the system's default priorities"
 hs -c "$tmp/tls12.conf" --connect $A:$P_TLS12 --peername server.test \
 	--priorities 'NORMAL:-VERS-ALL:+VERS-TLS1.2:-CIPHER-ALL:+AES-128-CBC'
 expect "a negotiated cipher kTLS cannot take fails clearly" 1 \
