@@ -53,11 +53,13 @@ void tlsh_config_defaults(struct config *cfg)
 	cfg->encryption_only = 0;
 }
 
-static int fail(char *err, size_t errlen, const char *name, unsigned line,
-		const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* "FILE:LINE: message" (or "FILE: message") in err; returns ret */
+static int fail(int ret, char *err, size_t errlen, const char *name,
+		unsigned line, const char *fmt, ...)
+	__attribute__((format(printf, 6, 7)));
 
-static int fail(char *err, size_t errlen, const char *name, unsigned line,
-		const char *fmt, ...)
+static int fail(int ret, char *err, size_t errlen, const char *name,
+		unsigned line, const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -69,38 +71,44 @@ static int fail(char *err, size_t errlen, const char *name, unsigned line,
 		snprintf(err, errlen, "%s:%u: %s", name, line, msg);
 	else
 		snprintf(err, errlen, "%s: %s", name, msg);
-	return -1;
+	return ret;
 }
 
-int tlsh_config_priority_appends(const char *prio)
+bool tlsh_config_priority_appends(const char *prio)
 {
 	return prio[0] && strchr("+-%!", prio[0]);
 }
 
-int tlsh_config_priority_init(void *cache, const char *prio, const char **errpos)
+int tlsh_config_priority_init(void *cache, const char *prio, const char **errpos,
+			      int *gnutls_err)
 {
 	unsigned int flags = 0;
+	int ret;
 
 	if (tlsh_config_priority_appends(prio))
 		flags = GNUTLS_PRIORITY_INIT_DEF_APPEND;
-	return gnutls_priority_init2(cache, prio, errpos, flags);
+	ret = gnutls_priority_init2(cache, prio, errpos, flags);
+	*gnutls_err = ret < 0 ? ret : 0;
+	if (ret == GNUTLS_E_MEMORY_ERROR)
+		return -ENOMEM;
+	return ret < 0 ? -EINVAL : 0;
 }
 
 int tlsh_config_check_priorities(const char *prio, char *err, size_t errlen)
 {
 	gnutls_priority_t p;
 	const char *errpos = NULL;
-	int ret;
+	int ret, gerr;
 
-	ret = tlsh_config_priority_init(&p, prio, &errpos);
+	ret = tlsh_config_priority_init(&p, prio, &errpos, &gerr);
 	if (ret < 0) {
-		if (ret == GNUTLS_E_INVALID_REQUEST && errpos)
+		if (gerr == GNUTLS_E_INVALID_REQUEST && errpos)
 			snprintf(err, errlen, "invalid priority string at '%.40s'",
 				 errpos);
 		else
 			snprintf(err, errlen, "invalid priority string: %s",
-				 gnutls_strerror(ret));
-		return -1;
+				 gnutls_strerror(gerr));
+		return ret;
 	}
 	gnutls_priority_deinit(p);
 	return 0;
@@ -123,39 +131,45 @@ static int set_path(char *dst, size_t dstlen, const char *val, char *why,
 {
 	if (val[0] != '/') {
 		snprintf(why, whylen, "must be an absolute path");
-		return -1;
+		return -EINVAL;
 	}
 	if (tlsh_copy_string(dst, dstlen, val) < 0) {
 		snprintf(why, whylen, "path too long");
-		return -1;
+		return -ENAMETOOLONG;
 	}
 	if (access(val, R_OK) < 0) {
-		snprintf(why, whylen, "%s", strerror(errno));
-		return -1;
+		int e = errno;
+
+		snprintf(why, whylen, "%s", strerror(e));
+		return -e;
 	}
 	return 0;
 }
 
-/* Returns 0, or -1 with a reason in why (the caller adds FILE:LINE). */
+/* Returns 0, or -errno with a reason in why (the caller adds FILE:LINE). */
 static int set_value(struct config *cfg, enum cfg_key k, const char *val,
 		     unsigned line, char *why, size_t whylen)
 {
 	unsigned long n;
-	int b;
+	int b, ret;
 
 	switch (k) {
 	case K_TRUST_STORE:
 		if (strcmp(val, "system") == 0) {
 			cfg->trust_store[0] = '\0';
-		} else if (set_path(cfg->trust_store, sizeof(cfg->trust_store),
-				    val, why, whylen) < 0) {
-			return -1;
+		} else {
+			ret = set_path(cfg->trust_store,
+				       sizeof(cfg->trust_store), val, why,
+				       whylen);
+			if (ret < 0)
+				return ret;
 		}
 		cfg->trust_store_line = line;
 		return 0;
 	case K_CRL:
-		if (set_path(cfg->crl, sizeof(cfg->crl), val, why, whylen) < 0)
-			return -1;
+		ret = set_path(cfg->crl, sizeof(cfg->crl), val, why, whylen);
+		if (ret < 0)
+			return ret;
 		cfg->crl_line = line;
 		return 0;
 	case K_PRIORITIES:
@@ -163,10 +177,11 @@ static int set_value(struct config *cfg, enum cfg_key k, const char *val,
 			snprintf(why, whylen,
 				 "must be 1..%d printable characters without spaces",
 				 TLSH_MAX_PRIORITIES);
-			return -1;
+			return -EINVAL;
 		}
-		if (tlsh_config_check_priorities(val, why, whylen) < 0)
-			return -1;
+		ret = tlsh_config_check_priorities(val, why, whylen);
+		if (ret < 0)
+			return ret;
 		tlsh_copy_string(cfg->priorities, sizeof(cfg->priorities), val);
 		return 0;
 	case K_TLS12:
@@ -174,7 +189,7 @@ static int set_value(struct config *cfg, enum cfg_key k, const char *val,
 		b = tlsh_parse_bool(val);
 		if (b < 0) {
 			snprintf(why, whylen, "expected yes or no");
-			return -1;
+			return b;
 		}
 		if (k == K_TLS12)
 			cfg->tls12 = b;
@@ -182,18 +197,22 @@ static int set_value(struct config *cfg, enum cfg_key k, const char *val,
 			cfg->encryption_only = b;
 		return 0;
 	case K_IDLE_TIMEOUT:
-		if (tlsh_parse_uint(val, TLSH_MAX_IDLE, &n) < 0) {
+		ret = tlsh_parse_uint(val, TLSH_MAX_IDLE, &n);
+		if (ret < 0) {
 			snprintf(why, whylen, "expected seconds, 0..%d",
 				 TLSH_MAX_IDLE);
-			return -1;
+			return ret;
 		}
 		cfg->idle_timeout = (unsigned)n;
 		return 0;
 	case K_HS_TIMEOUT:
-		if (tlsh_parse_uint(val, TLSH_MAX_HS_TIMEOUT, &n) < 0 || n == 0) {
+		ret = tlsh_parse_uint(val, TLSH_MAX_HS_TIMEOUT, &n);
+		if (ret == 0 && n == 0)
+			ret = -ERANGE;
+		if (ret < 0) {
 			snprintf(why, whylen, "expected seconds, 1..%d",
 				 TLSH_MAX_HS_TIMEOUT);
-			return -1;
+			return ret;
 		}
 		cfg->handshake_timeout = (unsigned)n;
 		return 0;
@@ -202,7 +221,7 @@ static int set_value(struct config *cfg, enum cfg_key k, const char *val,
 		if (b < 0) {
 			snprintf(why, whylen,
 				 "expected error, warning, info or debug");
-			return -1;
+			return b;
 		}
 		cfg->log_level = b;
 		return 0;
@@ -210,7 +229,7 @@ static int set_value(struct config *cfg, enum cfg_key k, const char *val,
 		break;
 	}
 	snprintf(why, whylen, "internal error");
-	return -1;
+	return -EINVAL;
 }
 
 int tlsh_config_parse(struct config *cfg, const char *name, const char *buf,
@@ -222,16 +241,16 @@ int tlsh_config_parse(struct config *cfg, const char *name, const char *buf,
 	unsigned lineno = 0;
 
 	if (memchr(buf, '\0', len))
-		return fail(err, errlen, name, 0, "contains a NUL byte");
+		return fail(-EINVAL, err, errlen, name, 0, "contains a NUL byte");
 	while (pos < len) {
 		const char *nl = memchr(buf + pos, '\n', len - pos);
 		size_t l = nl ? (size_t)(nl - (buf + pos)) : len - pos;
 		char *s, *eq, *key, *val, why[256];
-		int k;
+		int k, ret;
 
 		lineno++;
 		if (l > CONFIG_MAX_LINE)
-			return fail(err, errlen, name, lineno, "line too long");
+			return fail(-EINVAL, err, errlen, name, lineno, "line too long");
 		memcpy(line, buf + pos, l);
 		line[l] = '\0';
 		pos += l + (nl ? 1 : 0);
@@ -241,48 +260,49 @@ int tlsh_config_parse(struct config *cfg, const char *name, const char *buf,
 			continue;
 		for (const char *p = s; *p; p++)
 			if ((unsigned char)*p < 0x20 && *p != '\t')
-				return fail(err, errlen, name, lineno,
+				return fail(-EINVAL, err, errlen, name, lineno,
 					    "control character in line");
 		if (*s == '[') {
 			char *end = strchr(s, ']');
 
 			if (!end || *trim(end + 1) != '\0')
-				return fail(err, errlen, name, lineno,
+				return fail(-EINVAL, err, errlen, name, lineno,
 					    "syntax error: expected '[section]'");
 			*end = '\0';
 			if (strcmp(trim(s + 1), "global") != 0)
-				return fail(err, errlen, name, lineno,
+				return fail(-EINVAL, err, errlen, name, lineno,
 					    "unknown section '[%.64s]' (only [global] is allowed)",
 					    trim(s + 1));
 			continue;
 		}
 		eq = strchr(s, '=');
 		if (!eq)
-			return fail(err, errlen, name, lineno,
+			return fail(-EINVAL, err, errlen, name, lineno,
 				    "syntax error: expected 'key = value'");
 		*eq = '\0';
 		key = trim(s);
 		val = trim(eq + 1);
 		if (*key == '\0')
-			return fail(err, errlen, name, lineno,
+			return fail(-EINVAL, err, errlen, name, lineno,
 				    "syntax error: missing key before '='");
 		for (k = 0; k < K_COUNT; k++)
 			if (strcmp(key, key_names[k]) == 0)
 				break;
 		if (k == K_COUNT)
-			return fail(err, errlen, name, lineno,
+			return fail(-EINVAL, err, errlen, name, lineno,
 				    "unknown key '%.64s'", key);
 		if (seen[k])
-			return fail(err, errlen, name, lineno,
+			return fail(-EINVAL, err, errlen, name, lineno,
 				    "duplicate key '%s' (already set on line %u)",
 				    key_names[k], seen[k]);
 		seen[k] = lineno;
 		if (*val == '\0')
-			return fail(err, errlen, name, lineno,
+			return fail(-EINVAL, err, errlen, name, lineno,
 				    "missing value for '%s'", key_names[k]);
-		if (set_value(cfg, (enum cfg_key)k, val, lineno, why,
-			      sizeof(why)) < 0)
-			return fail(err, errlen, name, lineno,
+		ret = set_value(cfg, (enum cfg_key)k, val, lineno, why,
+				sizeof(why));
+		if (ret < 0)
+			return fail(ret, err, errlen, name, lineno,
 				    "bad value for %s: '%.64s': %s",
 				    key_names[k], val, why);
 	}
@@ -298,13 +318,13 @@ int tlsh_config_load(struct config *cfg, const char *path, int must_exist,
 	int ret;
 
 	ret = tlsh_read_file(path, CONFIG_MAX_SIZE, &buf, &len);
-	if (ret == ENOENT && !must_exist)
+	if (ret == -ENOENT && !must_exist)
 		return 0;
-	if (ret == EFBIG)
-		return fail(err, errlen, path, 0, "file too large");
+	if (ret == -EFBIG)
+		return fail(ret, err, errlen, path, 0, "file too large");
 	if (ret)
-		return fail(err, errlen, path, 0, "cannot read: %s",
-			    strerror(ret));
+		return fail(ret, err, errlen, path, 0, "cannot read: %s",
+			    strerror(-ret));
 	ret = tlsh_config_parse(cfg, path, (const char *)buf, len, err, errlen);
 	free(buf);
 	return ret;

@@ -4,6 +4,7 @@
 #define TLSH_CONFIG_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <linux/tls.h>	/* the series' UAPI: TLSH_MAX_PRIORITIES */
 
@@ -58,29 +59,36 @@ struct config {
 void tlsh_config_defaults(struct config *cfg);
 
 /*
- * Load PATH.  If must_exist is 0 a missing file means defaults.  On error
- * returns -1 with "FILE:LINE: message" (or "FILE: message") in err.
+ * Load PATH.  If must_exist is 0 a missing file means defaults.  Returns 0,
+ * or -errno with "FILE:LINE: message" (or "FILE: message") in err: the
+ * error of reading the file (-ENOENT, -EACCES, -EFBIG: too large...), or
+ * tlsh_config_parse()'s.
  */
 int tlsh_config_load(struct config *cfg, const char *path, int must_exist,
 		     char *err, size_t errlen);
 
-/* Parse an in-memory file; name is used in messages. */
+/* Parse an in-memory file; name is used in messages.  Returns 0, or -errno
+ * with "FILE:LINE: message" in err: -EINVAL for a malformed line or value,
+ * -ERANGE for a number out of range, -ENAMETOOLONG for a path too long, the
+ * error of access() for a file that cannot be read. */
 int tlsh_config_parse(struct config *cfg, const char *name, const char *buf,
 		      size_t len, char *err, size_t errlen);
 
-/* Parse a priority string: one that begins with a keyword (NORMAL,
- * SECURE256, @SYSTEM, ...) as written, one made of modifiers only
- * ("+...", "-...", "%...", "!...") appended to the system's default, as
- * the built-in one is. Returns 0 or a GnuTLS error code, with the
- * position of a syntax error in *errpos.
+/* Parse a priority string into *(gnutls_priority_t *)cache: one that
+ * begins with a keyword (NORMAL, SECURE256, @SYSTEM, ...) as written, one
+ * made of modifiers only ("+...", "-...", "%...", "!...") appended to the
+ * system's default, as the built-in one is. Returns 0, -EINVAL or -ENOMEM,
+ * with GnuTLS's own error code in *gnutls_err (for gnutls_strerror(); 0 on
+ * success) and the position of a syntax error in *errpos.
  */
-int tlsh_config_priority_init(void *cache, const char *prio, const char **errpos);
+int tlsh_config_priority_init(void *cache, const char *prio, const char **errpos,
+			      int *gnutls_err);
 
 /* Whether tlsh_config_priority_init() appends PRIO to the system's default */
-int tlsh_config_priority_appends(const char *prio);
+bool tlsh_config_priority_appends(const char *prio);
 
-/* Check a priority string with tlsh_config_priority_init(); returns 0 or -1
- * with a message in err. */
+/* Check a priority string with tlsh_config_priority_init(); returns 0 or
+ * -EINVAL (-ENOMEM) with a message in err. */
 int tlsh_config_check_priorities(const char *prio, char *err, size_t errlen);
 
 #endif

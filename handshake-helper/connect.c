@@ -26,6 +26,7 @@
 
 #define IO_TIMEOUT_MS	5000
 
+/* "HOST:PORT" or "[ADDRESS]:PORT"; 0 or -EINVAL */
 static int split_target(const char *t, char *host, size_t hostlen,
 			char *port, size_t portlen)
 {
@@ -37,24 +38,25 @@ static int split_target(const char *t, char *host, size_t hostlen,
 		const char *end = strchr(t, ']');
 
 		if (!end || end[1] != ':')
-			return -1;
+			return -EINVAL;
 		h = t + 1;
 		hl = (size_t)(end - h);
 		colon = end + 1;
 	} else {
 		colon = strrchr(t, ':');
 		if (!colon)
-			return -1;
+			return -EINVAL;
 		hl = (size_t)(colon - t);
 	}
 	if (hl == 0 || hl >= hostlen || tlsh_parse_uint(colon + 1, 65535, &pn) < 0 ||
 	    pn == 0 || tlsh_copy_string(port, portlen, colon + 1) < 0)
-		return -1;
+		return -EINVAL;
 	memcpy(host, h, hl);
 	host[hl] = '\0';
 	return 0;
 }
 
+/* A connected TCP socket (blocking), or -errno */
 static int connect_timeout(const struct addrinfo *ai, unsigned timeout_ms)
 {
 	struct pollfd pfd;
@@ -64,41 +66,44 @@ static int connect_timeout(const struct addrinfo *ai, unsigned timeout_ms)
 	fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
 		    ai->ai_protocol);
 	if (fd < 0)
-		return -1;
+		return -errno;
 	if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
 		if (errno != EINPROGRESS) {
+			err = errno;
 			close(fd);
-			return -1;
+			return -err;
 		}
 		pfd.fd = fd;
 		pfd.events = POLLOUT;
 		if (poll(&pfd, 1, (int)timeout_ms) <= 0) {
 			close(fd);
-			errno = ETIMEDOUT;
-			return -1;
+			return -ETIMEDOUT;
 		}
 		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err) {
 			close(fd);
-			errno = err ? err : EIO;
-			return -1;
+			return err ? -err : -EIO;
 		}
 	}
 	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0) {
+		err = errno;
 		close(fd);
-		return -1;
+		return -err;
 	}
 	return fd;
 }
 
+/* tlsh_read_file(), with the error logged; 0 or -errno */
 static int load_file(const char *path, unsigned char **buf, size_t *len)
 {
 	int e = tlsh_read_file(path, TLSH_PAYLOAD_MAX, buf, len);
 
 	if (e)
-		log_err("%s: %s", path, strerror(e));
+		log_err("%s: %s", path, strerror(-e));
 	return e;
 }
 
+/* The client certificate and key, or the PSK, from files; 0 or -errno,
+ * logged */
 static int load_creds(const struct connect_opts *o, struct tlsh_x509 *x,
 		      struct tlsh_psk *psk)
 {
@@ -108,40 +113,40 @@ static int load_creds(const struct connect_opts *o, struct tlsh_x509 *x,
 	int e;
 
 	if (o->psk_file) {
-		if (load_file(o->psk_file, &buf, &len))
-			return -1;
+		e = load_file(o->psk_file, &buf, &len);
+		if (e)
+			return e;
 		e = tlsh_keyring_parse_psk(psk, buf, len, o->psk_identity, err,
 					   sizeof(err));
 		tlsh_keyring_free_payload(buf, len);
-		if (e) {
+		if (e)
 			log_err("%s: %s", o->psk_file, err);
-			return -1;
-		}
-		return 0;
+		return e;
 	}
 	if (!o->cert_file)
 		return 0;
-	if (load_file(o->cert_file, &buf, &len))
-		return -1;
+	e = load_file(o->cert_file, &buf, &len);
+	if (e)
+		return e;
 	e = tlsh_keyring_parse_certs(x, buf, len, err, sizeof(err));
 	tlsh_keyring_free_payload(buf, len);
 	if (e) {
 		log_err("%s: %s", o->cert_file, err);
-		return -1;
+		return e;
 	}
-	if (load_file(o->key_file, &buf, &len))
-		return -1;
+	e = load_file(o->key_file, &buf, &len);
+	if (e)
+		return e;
 	e = tlsh_keyring_parse_privkey(x, buf, len, err, sizeof(err));
 	tlsh_keyring_free_payload(buf, len);
-	if (e) {
+	if (e)
 		log_err("%s: %s", o->key_file, err);
-		return -1;
-	}
-	return 0;
+	return e;
 }
 
 /* Read one application-data chunk from a kTLS socket, skipping other
- * record types (e.g. a TLS 1.3 NewSessionTicket).  Returns bytes or -1. */
+ * record types (e.g. a TLS 1.3 NewSessionTicket).  Returns bytes, 0 when
+ * the peer closed, or -errno. */
 static ssize_t ktls_recv(int fd, char *buf, size_t len, uint64_t deadline)
 {
 	for (;;) {
@@ -153,18 +158,18 @@ static ssize_t ktls_recv(int fd, char *buf, size_t len, uint64_t deadline)
 		uint64_t now = tlsh_now_ms();
 		ssize_t n;
 
-		if (now >= deadline || poll(&pfd, 1, (int)(deadline - now)) <= 0) {
-			errno = ETIMEDOUT;
-			return -1;
-		}
+		if (now >= deadline || poll(&pfd, 1, (int)(deadline - now)) <= 0)
+			return -ETIMEDOUT;
 		memset(&msg, 0, sizeof(msg));
 		msg.msg_iov = &iov;
 		msg.msg_iovlen = 1;
 		msg.msg_control = cbuf;
 		msg.msg_controllen = sizeof(cbuf);
 		n = recvmsg(fd, &msg, 0);
-		if (n <= 0)
-			return n;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return 0;
 		cm = CMSG_FIRSTHDR(&msg);
 		if (cm && cm->cmsg_level == SOL_TLS &&
 		    cm->cmsg_type == TLS_GET_RECORD_TYPE &&
@@ -176,7 +181,8 @@ static ssize_t ktls_recv(int fd, char *buf, size_t len, uint64_t deadline)
 	}
 }
 
-/* Send msg plus a newline, read back one line (gnutls-serv --echo). */
+/* Send msg plus a newline, read back one line (gnutls-serv --echo).  0 or
+ * -errno (-EPROTO for a GnuTLS error), logged. */
 static int echo(int fd, gnutls_session_t s, int ktls, const char *msg)
 {
 	size_t want = strlen(msg), got = 0;
@@ -186,21 +192,23 @@ static int echo(int fd, gnutls_session_t s, int ktls, const char *msg)
 
 	if (want + 1 >= sizeof(buf)) {
 		log_err("--send: string too long");
-		return -1;
+		return -E2BIG;
 	}
 	memcpy(buf, msg, want);
 	buf[want] = '\n';
 	n = ktls ? send(fd, buf, want + 1, MSG_NOSIGNAL)
 		 : gnutls_record_send(s, buf, want + 1);
 	if (n != (ssize_t)(want + 1)) {
-		log_err("send failed: %s", ktls ? strerror(errno)
+		int e = !ktls ? EPROTO : n < 0 ? errno : EIO;
+
+		log_err("send failed: %s", ktls ? strerror(e)
 						 : gnutls_strerror((int)n));
 		/* a server that refused us after the handshake may have
 		 * closed before we sent: its alert says why */
-		if (!ktls && tlsh_hs_closed_after(s, fd, buf, sizeof(buf)) == EACCES)
+		if (!ktls && tlsh_hs_closed_after(s, fd, buf, sizeof(buf)) == -EACCES)
 			log_err("receive failed: %s (%s)",
 				gnutls_strerror(GNUTLS_E_FATAL_ALERT_RECEIVED), buf);
-		return -1;
+		return -e;
 	}
 	if (!ktls)
 		gnutls_record_set_timeout(s, IO_TIMEOUT_MS);
@@ -213,8 +221,8 @@ static int echo(int fd, gnutls_session_t s, int ktls, const char *msg)
 		if (n <= 0) {
 			log_err("receive failed: %s",
 				n == 0 ? "connection closed" :
-				ktls ? strerror(errno) : gnutls_strerror((int)n));
-			return -1;
+				ktls ? strerror((int)-n) : gnutls_strerror((int)n));
+			return n == 0 ? -ECONNRESET : ktls ? (int)n : -EPROTO;
 		}
 		got += (size_t)n;
 	}
@@ -236,7 +244,7 @@ int tlsh_connect_main(const struct connect_opts *o, const struct config *cfg)
 	struct hs_session hs;
 	struct hs_params p;
 	const char *peername;
-	int fd = -1, ret, status = 1;
+	int fd = -EADDRNOTAVAIL, ret, status = 1;	/* no address at all */
 
 	memset(&x509, 0, sizeof(x509));
 	memset(&psk, 0, sizeof(psk));
@@ -272,7 +280,7 @@ int tlsh_connect_main(const struct connect_opts *o, const struct config *cfg)
 			break;
 	}
 	if (fd < 0) {
-		log_err("cannot connect to %s: %s", o->target, strerror(errno));
+		log_err("cannot connect to %s: %s", o->target, strerror(-fd));
 		goto out;
 	}
 

@@ -4,6 +4,7 @@
 
 #ifdef TLSH_TESTING
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,7 +16,7 @@ static const char *const fault_names[] = {
 	[FAULT_AFTER_TX] = "after-tx",
 };
 
-static int fault_armed(enum tlsh_fault_point p)
+static bool fault_armed(enum tlsh_fault_point p)
 {
 	const char *v = getenv("TLSH_HELPER_FAULT");
 

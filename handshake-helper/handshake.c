@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <sys/socket.h>
 #include <stdio.h>
 #include <string.h>
@@ -100,10 +101,12 @@ static int verify_server(gnutls_session_t s)
 		hs->unauthenticated = 1;	/* request.c says so */
 		return 0;
 	}
+	/* GnuTLS's contract: non-zero ends the handshake */
 	return hs->verify_status ? -1 : 0;
 }
 
-/* "bad priority string at '...' (on the system's default priorities): why" */
+/* "bad priority string at '...' (on the system's default priorities): why",
+ * with why from GnuTLS's error code ret */
 static void priority_error(char *err, size_t errlen, const char *prio,
 			   const char *errpos, int ret)
 {
@@ -124,28 +127,30 @@ int tlsh_hs_global_init(const struct config *cfg, char *err, size_t errlen)
 	if (ret < 0) {
 		snprintf(err, errlen, "GnuTLS initialisation failed: %s",
 			 gnutls_strerror(ret));
-		return -1;
+		return ret == GNUTLS_E_MEMORY_ERROR ? -ENOMEM : -EIO;
 	}
 	ret = gnutls_certificate_allocate_credentials(&hs_xcred);
 	if (ret < 0) {
 		snprintf(err, errlen, "out of memory");
-		return -1;
+		return -ENOMEM;
 	}
 	for (int psk = 0; psk < 2; psk++) {
 		char prio[TLSH_MAX_PRIORITIES + 64];
 		const char *errpos = NULL;
+		int gerr;
 
-		if (tlsh_hs_priorities(cfg, NULL, psk ? TLSH_TYPE_CLIENTHELLO_PSK :
-				       TLSH_TYPE_CLIENTHELLO_X509, prio,
-				       sizeof(prio)) < 0) {
+		ret = tlsh_hs_priorities(cfg, NULL, psk ? TLSH_TYPE_CLIENTHELLO_PSK :
+					 TLSH_TYPE_CLIENTHELLO_X509, prio,
+					 sizeof(prio));
+		if (ret < 0) {
 			snprintf(err, errlen, "priority string too long");
-			return -1;
+			return ret;
 		}
 		ret = tlsh_config_priority_init(&hs_prio_default[psk], prio,
-						&errpos);
+						&errpos, &gerr);
 		if (ret < 0) {
-			priority_error(err, errlen, prio, errpos, ret);
-			return -1;
+			priority_error(err, errlen, prio, errpos, gerr);
+			return ret;
 		}
 	}
 	gnutls_certificate_set_retrieve_function2(hs_xcred, retrieve_cert);
@@ -159,7 +164,7 @@ int tlsh_hs_global_init(const struct config *cfg, char *err, size_t errlen)
 		if (ret < 0) {
 			snprintf(err, errlen, "cannot load the system trust store: %s",
 				 gnutls_strerror(ret));
-			return -1;
+			return ret == GNUTLS_E_MEMORY_ERROR ? -ENOMEM : -EIO;
 		}
 		if (ret == 0)
 			log_warn("the system trust store is empty: no server certificate will verify");
@@ -175,7 +180,7 @@ int tlsh_hs_global_init(const struct config *cfg, char *err, size_t errlen)
 				 cfg->trust_store_line, cfg->trust_store,
 				 ret < 0 ? gnutls_strerror(ret)
 					 : "no PEM certificates in file");
-			return -1;
+			return ret == GNUTLS_E_MEMORY_ERROR ? -ENOMEM : -EINVAL;
 		}
 		log_debug("loaded %d CA certificates from %s", ret,
 			  cfg->trust_store);
@@ -190,7 +195,7 @@ int tlsh_hs_global_init(const struct config *cfg, char *err, size_t errlen)
 			snprintf(err, errlen, "%s:%u: crl %s: %s", cfg->file,
 				 cfg->crl_line, cfg->crl,
 				 ret < 0 ? gnutls_strerror(ret) : "no CRL in file");
-			return -1;
+			return ret == GNUTLS_E_MEMORY_ERROR ? -ENOMEM : -EINVAL;
 		}
 	}
 	return 0;
@@ -226,7 +231,7 @@ int tlsh_hs_priorities(const struct config *cfg, const char *requested, int type
 	}
 	n = snprintf(out, outlen, "%s%s%s", base, psk,
 		     cfg->tls12 ? "" : ":-VERS-TLS1.2");
-	return (n < 0 || (size_t)n >= outlen) ? -1 : 0;
+	return (n < 0 || (size_t)n >= outlen) ? -E2BIG : 0;
 }
 
 void tlsh_hs_describe(gnutls_session_t s, char *buf, size_t len)
@@ -333,6 +338,8 @@ static const char *verify_subject(const struct hs_params *p, char *buf,
 	return "peer";
 }
 
+/* The -errno for GnuTLS error ret, told to the kernel, with the reason in
+ * err: see tlsh_hs_run() */
 static int classify(const struct hs_session *hs, const struct hs_params *p,
 		    int ret, char *err, size_t errlen)
 {
@@ -350,7 +357,7 @@ static int classify(const struct hs_session *hs, const struct hs_params *p,
 			tlsh_hs_verify_reasons(hs, why, sizeof(why));
 			snprintf(err, errlen, "certificate for %s not trusted: %s",
 				 verify_subject(p, addr, sizeof(addr)), why);
-			return EKEYREJECTED;
+			return -EKEYREJECTED;
 		}
 		/* fall through */
 	case GNUTLS_E_NO_CERTIFICATE_FOUND:
@@ -358,35 +365,35 @@ static int classify(const struct hs_session *hs, const struct hs_params *p,
 		snprintf(err, errlen, "certificate for %s not trusted: %s",
 			 verify_subject(p, addr, sizeof(addr)),
 			 gnutls_strerror(ret));
-		return EKEYREJECTED;
+		return -EKEYREJECTED;
 	case GNUTLS_E_FATAL_ALERT_RECEIVED:
 		a = gnutls_alert_get(s);
 		an = gnutls_alert_get_name(a);
 		snprintf(err, errlen, "peer sent fatal alert: %s",
 			 an ? an : "unknown");
-		return EACCES;
+		return -EACCES;
 	case GNUTLS_E_TIMEDOUT:
 		snprintf(err, errlen, "handshake timed out after %u ms",
 			 p->timeout_ms);
-		return ETIMEDOUT;
+		return -ETIMEDOUT;
 	case GNUTLS_E_PREMATURE_TERMINATION:
 	case GNUTLS_E_UNEXPECTED_PACKET_LENGTH:
 		/* what a server that answers STARTTLS but has no TLS (a 6.4+
 		 * knfsd without tlshd) does: the kernel may fall back */
 		snprintf(err, errlen, "peer closed the connection during the handshake");
-		return ECONNRESET;
+		return -ECONNRESET;
 	case GNUTLS_E_PUSH_ERROR:
 	case GNUTLS_E_PULL_ERROR: {
 		int e = errno;
 
 		snprintf(err, errlen, "connection error during the handshake: %s",
 			 strerror(e));
-		return e == ECONNRESET || e == EPIPE ? ECONNRESET : EPROTO;
+		return e == ECONNRESET || e == EPIPE ? -ECONNRESET : -EPROTO;
 	}
 	default:
 		snprintf(err, errlen, "TLS handshake failed: %s",
 			 gnutls_strerror(ret));
-		return EPROTO;
+		return -EPROTO;
 	}
 }
 
@@ -488,7 +495,7 @@ static int drive_handshake(struct hs_session *hs, int fd,
 			return classify(hs, p, GNUTLS_E_TIMEDOUT, err, errlen);
 		if (pr < 0 && errno != EINTR) {
 			snprintf(err, errlen, "poll: %s", strerror(errno));
-			return EPROTO;
+			return -EPROTO;
 		}
 	}
 }
@@ -534,8 +541,8 @@ unsigned int tlsh_hs_verdict_wait_ms(uint64_t handshake_ms, uint32_t left_ms)
  * Wait (at most until deadline, in tlsh_now_ms() time) until the socket holds a
  * whole TLS record, or the connection ended.  GnuTLS must never be handed
  * part of a record: it would keep that part, and kTLS, installed next,
- * would start in the middle of a record and fail the connection.  Returns
- * 1 when gnutls_record_recv() may read, 0 when the time ran out first.
+ * would start in the middle of a record and fail the connection.  True
+ * when gnutls_record_recv() may read, false when the time ran out first.
  *
  * Only recv(MSG_PEEK) is used: the handshake socket forwards it to the
  * kernel's TCP socket, while ioctl(FIONREAD) and SOL_SOCKET options would
@@ -543,7 +550,7 @@ unsigned int tlsh_hs_verdict_wait_ms(uint64_t handshake_ms, uint32_t left_ms)
  * as one byte is there, so the rest of a split record is waited for in
  * short sleeps (a rare case: a record split across TCP segments).
  */
-static int whole_record_ready(int fd, uint64_t deadline)
+static bool whole_record_ready(int fd, uint64_t deadline)
 {
 	unsigned char buf[HS_RECORD_MAX];
 
@@ -551,11 +558,11 @@ static int whole_record_ready(int fd, uint64_t deadline)
 		ssize_t n = recv(fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
 
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
-			return 1;	/* closed or failed: GnuTLS says how */
+			return true;	/* closed or failed: GnuTLS says how */
 		if (n >= 5 && (size_t)n >= 5u + (size_t)(buf[3] << 8 | buf[4]))
-			return 1;
+			return true;
 		if (tlsh_now_ms() >= deadline)
-			return 0;
+			return false;
 		(void)poll(NULL, 0, 5);
 	}
 }
@@ -583,17 +590,17 @@ static int await_verdict(struct hs_session *hs, int fd, unsigned int wait_ms,
 	if (n == 0) {
 		snprintf(err, errlen,
 			 "peer closed the connection right after the handshake (client certificate not accepted?)");
-		return EACCES;
+		return -EACCES;
 	}
 	if (n > 0) {
 		snprintf(err, errlen,
 			 "peer sent application data before the first request");
-		return EPROTO;
+		return -EPROTO;
 	}
 	if (n == GNUTLS_E_PULL_ERROR || n == GNUTLS_E_PREMATURE_TERMINATION) {
 		snprintf(err, errlen,
 			 "peer reset the connection right after the handshake (client certificate not accepted?)");
-		return EACCES;
+		return -EACCES;
 	}
 	return classify(hs, p, (int)n, err, errlen);
 }
@@ -608,6 +615,7 @@ static int psk_callback(gnutls_session_t s, char **username,
 	const struct hs_session *hs = gnutls_session_get_ptr(s);
 	const struct tlsh_psk *psk = hs ? hs->psk : NULL;
 
+	/* GnuTLS's contract: non-zero is a failure */
 	if (!psk || !psk->keylen)
 		return -1;
 	*username = gnutls_strdup(psk->identity);
@@ -642,7 +650,7 @@ static int hs_client_x509(struct hs_session *hs, const struct hs_params *p,
 	if (ret < 0) {
 		snprintf(err, errlen, "setting credentials: %s",
 			 gnutls_strerror(ret));
-		return EINVAL;
+		return -EINVAL;
 	}
 	if (hs_cfg->encryption_only)
 		log_info("encryption-only: not verifying the certificate of %s",
@@ -660,7 +668,7 @@ static int hs_client_psk(struct hs_session *hs, const struct hs_params *p,
 
 	if (!p->psk || !p->psk->keylen) {
 		snprintf(err, errlen, "PSK handshake without a PSK");
-		return EINVAL;
+		return -EINVAL;
 	}
 	hs->psk = p->psk;
 	ret = gnutls_psk_allocate_client_credentials(&hs->pskcred);
@@ -673,7 +681,7 @@ static int hs_client_psk(struct hs_session *hs, const struct hs_params *p,
 	if (ret < 0) {
 		snprintf(err, errlen, "setting credentials: %s",
 			 gnutls_strerror(ret));
-		return EINVAL;
+		return -EINVAL;
 	}
 	return 0;
 }
@@ -704,21 +712,21 @@ int tlsh_hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 	char prio[TLSH_MAX_PRIORITIES + 64];
 	const struct hs_type *t = hs_type_find(p->type);
 	const char *errpos = NULL;
-	int ret, flags, status;
+	int ret, gerr = 0, flags, status;
 	uint64_t t0, t1;
 
 	memset(hs, 0, sizeof(*hs));
 	if (!t) {
 		snprintf(err, errlen, "unsupported handshake type %d", p->type);
-		return EINVAL;
+		return -EINVAL;
 	}
 	if (p->timeout_ms == 0) {
 		snprintf(err, errlen, "no time left for the handshake");
-		return ETIMEDOUT;
+		return -ETIMEDOUT;
 	}
 	if (tlsh_hs_priorities(hs_cfg, p->priorities, p->type, prio, sizeof(prio)) < 0) {
 		snprintf(err, errlen, "priority string too long");
-		return EINVAL;
+		return -EINVAL;
 	}
 
 	ret = gnutls_init(&hs->session, GNUTLS_CLIENT | GNUTLS_NO_SIGNAL |
@@ -726,25 +734,25 @@ int tlsh_hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 	if (ret < 0) {
 		snprintf(err, errlen, "gnutls_init: %s", gnutls_strerror(ret));
 		hs->session = NULL;
-		return ENOMEM;
+		return -ENOMEM;
 	}
 	gnutls_session_set_ptr(hs->session, hs);
 	tlsh_fault_session(hs->session);
 	if (p->priorities && p->priorities[0]) {
 		gnutls_priority_t own;
 
-		ret = tlsh_config_priority_init(&own, prio, &errpos);
-		if (ret == 0) {
-			ret = gnutls_priority_set(hs->session, own);
+		if (tlsh_config_priority_init(&own, prio, &errpos, &gerr) == 0) {
+			gerr = gnutls_priority_set(hs->session, own);
 			gnutls_priority_deinit(own);
 		}
 	} else {
-		ret = gnutls_priority_set(hs->session,
+		gerr = gnutls_priority_set(hs->session,
 			hs_prio_default[p->type == TLSH_TYPE_CLIENTHELLO_PSK]);
 	}
-	if (ret < 0) {
-		priority_error(err, errlen, prio, errpos, ret);
-		return EINVAL;
+	/* what the kernel is told is EINVAL, whatever GnuTLS's reason */
+	if (gerr < 0) {
+		priority_error(err, errlen, prio, errpos, gerr);
+		return -EINVAL;
 	}
 
 	ret = t->credentials(hs, p, err, errlen);
@@ -763,7 +771,7 @@ int tlsh_hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 	ret = gnutls_alpn_set_protocols(hs->session, &hs_alpn, 1, 0);
 	if (ret < 0) {
 		snprintf(err, errlen, "ALPN: %s", gnutls_strerror(ret));
-		return EINVAL;
+		return -EINVAL;
 	}
 	gnutls_transport_set_int(hs->session, fd);
 	gnutls_handshake_set_timeout(hs->session, p->timeout_ms);
@@ -771,7 +779,7 @@ int tlsh_hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 	flags = fcntl(fd, F_GETFL);
 	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
 		snprintf(err, errlen, "fcntl: %s", strerror(errno));
-		return EINVAL;
+		return -EINVAL;
 	}
 	t0 = tlsh_now_us();
 	status = drive_handshake(hs, fd, p, err, errlen);
@@ -786,7 +794,7 @@ int tlsh_hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 	}
 	if (fcntl(fd, F_SETFL, flags) < 0 && !status) {
 		snprintf(err, errlen, "fcntl: %s", strerror(errno));
-		status = EIO;
+		status = -EIO;
 	}
 	if (status)
 		return status;
@@ -794,11 +802,9 @@ int tlsh_hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 	if (gnutls_record_check_pending(hs->session) > 0) {
 		snprintf(err, errlen,
 			 "peer sent application data before the handshake completed");
-		return EPROTO;
+		return -EPROTO;
 	}
-	if (tlsh_ktls_check(hs->session, err, errlen) < 0)
-		return EPROTO;
-	return 0;
+	return tlsh_ktls_check(hs->session, err, errlen);
 }
 
 int tlsh_hs_closed_after(gnutls_session_t s, int fd, char *err, size_t errlen)
@@ -818,14 +824,14 @@ int tlsh_hs_closed_after(gnutls_session_t s, int fd, char *err, size_t errlen)
 			snprintf(err, errlen,
 				 "the server refused the session after the handshake: %s",
 				 an ? an : "unknown alert");
-			return EACCES;
+			return -EACCES;
 		}
 		if (n <= 0 && n != GNUTLS_E_AGAIN && n != GNUTLS_E_INTERRUPTED)
 			break;
 	}
 	snprintf(err, errlen,
 		 "the server closed the connection right after the handshake");
-	return ECONNRESET;
+	return -ECONNRESET;
 }
 
 void tlsh_hs_session_free(struct hs_session *hs)

@@ -56,30 +56,33 @@ struct hs_session {
 unsigned int tlsh_hs_verdict_wait_ms(uint64_t handshake_ms, uint32_t left_ms);
 
 /* Load the trust store / CRL from cfg.  cfg must outlive all handshakes.
- * Returns 0 or -1 with a message in err. */
+ * Returns 0 or -errno (-EINVAL: a bad priority string, trust store or CRL;
+ * -ENOMEM; -EIO: GnuTLS or the system trust store could not be set up)
+ * with a message in err. */
 int tlsh_hs_global_init(const struct config *cfg, char *err, size_t errlen);
 void tlsh_hs_global_deinit(void);
 
 /*
  * Run a client handshake on connected socket fd (made non-blocking for the
  * duration, restored afterwards).  On success returns 0 and leaves the
- * session in hs (free it with tlsh_hs_session_free()).  On failure returns the
- * positive errno to report to the kernel - EKEYREJECTED (certificate not
- * verified), EACCES (fatal alert from the peer), ETIMEDOUT, ECONNRESET (the
- * peer closed or reset the connection), EPROTO (other
- * TLS errors, negotiated cipher not usable by kTLS), EINVAL (bad
- * parameters) - with one line describing the reason in err.
+ * session in hs (free it with tlsh_hs_session_free()).  On failure returns
+ * the -errno whose errno is reported to the kernel - -EKEYREJECTED
+ * (certificate not verified), -EACCES (fatal alert from the peer),
+ * -ETIMEDOUT, -ECONNRESET (the peer closed or reset the connection),
+ * -EPROTO (other TLS errors, negotiated cipher not usable by kTLS), -EINVAL
+ * (bad parameters), -ENOMEM, -EIO - with one line describing the reason in
+ * err.
  */
 int tlsh_hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 		char *err, size_t errlen);
 /* The connection of session s closed after the handshake (kTLS could not
  * be installed, a send failed): read what the server sent last.  Returns
- * EACCES (a fatal alert: the server refused us, e.g. a TLS 1.3 server
- * wanting a client certificate) or ECONNRESET, with the reason in err. */
+ * -EACCES (a fatal alert: the server refused us, e.g. a TLS 1.3 server
+ * wanting a client certificate) or -ECONNRESET, with the reason in err. */
 int tlsh_hs_closed_after(gnutls_session_t s, int fd, char *err, size_t errlen);
 void tlsh_hs_session_free(struct hs_session *hs);
 
-/* Effective priority string for a handshake. 0 or -1 (too long). */
+/* Effective priority string for a handshake. 0 or -E2BIG (too long). */
 int tlsh_hs_priorities(const struct config *cfg, const char *requested, int type,
 		       char *out, size_t outlen);
 

@@ -8,6 +8,7 @@
 #include "keyring.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,7 @@
 #include <keyutils.h>
 #include <gnutls/x509.h>
 
-static int is_pem(const unsigned char *buf, size_t len)
+static bool is_pem(const unsigned char *buf, size_t len)
 {
 	return memmem(buf, len, "-----BEGIN ", 11) != NULL;
 }
@@ -34,7 +35,7 @@ void tlsh_keyring_free_payload(unsigned char *buf, size_t len)
  * Read a key's payload into memory of our own, locked (where the limit
  * allows) so it is not written to swap, and wiped before it is freed.
  * keyctl_read_alloc() is not used: it frees the buffer of an attempt that
- * came up short (the key grew) without wiping it.
+ * came up short (the key grew) without wiping it.  Returns 0 or -errno.
  */
 static int read_payload(int32_t serial, unsigned char **buf, size_t *len)
 {
@@ -44,7 +45,7 @@ static int read_payload(int32_t serial, unsigned char **buf, size_t *len)
 		long n;
 
 		if (want < 0)
-			return errno;
+			return -errno;
 		if (want == 0 || want > TLSH_PAYLOAD_MAX) {
 			*buf = NULL;
 			*len = (size_t)want;
@@ -52,7 +53,7 @@ static int read_payload(int32_t serial, unsigned char **buf, size_t *len)
 		}
 		b = malloc((size_t)want);
 		if (!b)
-			return ENOMEM;
+			return -ENOMEM;
 		(void)mlock(b, (size_t)want);	/* best effort */
 		n = keyctl_read(serial, (char *)b, (size_t)want);
 		if (n >= 0 && n <= want) {
@@ -62,10 +63,10 @@ static int read_payload(int32_t serial, unsigned char **buf, size_t *len)
 		}
 		tlsh_keyring_free_payload(b, (size_t)want);
 		if (n < 0)
-			return errno;
+			return -errno;
 		/* the key was updated meanwhile and grew: again */
 	}
-	return EAGAIN;
+	return -EAGAIN;
 }
 
 int tlsh_keyring_read(int32_t serial, unsigned char **buf, size_t *len,
@@ -78,14 +79,14 @@ int tlsh_keyring_read(int32_t serial, unsigned char **buf, size_t *len,
 
 	if (serial <= 0) {
 		snprintf(err, errlen, "invalid key serial %d", serial);
-		return EINVAL;
+		return -EINVAL;
 	}
 	/* "type;uid;gid;perm;description" */
 	if (keyctl_describe_alloc(serial, &desc) < 0) {
 		e = errno;
 		snprintf(err, errlen, "cannot read key %d: %s", serial,
 			 strerror(e));
-		return e;
+		return -e;
 	}
 	if (strncmp(desc, "user;", 5) != 0 && strncmp(desc, "big_key;", 8) != 0) {
 		const char *semi = strchr(desc, ';');
@@ -95,20 +96,20 @@ int tlsh_keyring_read(int32_t serial, unsigned char **buf, size_t *len,
 			 "key %d is of type '%.*s', expected 'user' or 'big_key'",
 			 serial, tl > 32 ? 32 : tl, desc);
 		free(desc);
-		return EINVAL;
+		return -EINVAL;
 	}
 	free(desc);
 	e = read_payload(serial, &data, &n);
 	if (e) {
 		snprintf(err, errlen, "cannot read key %d: %s", serial,
-			 strerror(e));
+			 strerror(-e));
 		return e;
 	}
 	if (n == 0 || n > TLSH_PAYLOAD_MAX) {
 		tlsh_keyring_free_payload(data, n);
 		snprintf(err, errlen, "key %d: %s payload", serial,
 			 n == 0 ? "empty" : "oversized");
-		return EINVAL;
+		return -EINVAL;
 	}
 	*buf = data;
 	*len = n;
@@ -134,7 +135,7 @@ int tlsh_keyring_parse_certs(struct tlsh_x509 *x, const unsigned char *buf,
 	if (len == 0 || len > TLSH_PAYLOAD_MAX) {
 		snprintf(err, errlen, "certificate payload is %s",
 			 len ? "too large" : "empty");
-		return EINVAL;
+		return -EINVAL;
 	}
 	if (is_pem(buf, len)) {
 		unsigned n = TLSH_MAX_CHAIN;
@@ -146,12 +147,12 @@ int tlsh_keyring_parse_certs(struct tlsh_x509 *x, const unsigned char *buf,
 			snprintf(err, errlen,
 				 "certificate chain longer than %d certificates",
 				 TLSH_MAX_CHAIN);
-			return EINVAL;
+			return -EINVAL;
 		}
 		if (ret < 0 || n == 0) {
 			snprintf(err, errlen, "bad PEM certificate: %s",
 				 ret < 0 ? gnutls_strerror(ret) : "none found");
-			return EINVAL;
+			return -EINVAL;
 		}
 		x->npcerts = n;
 		return 0;
@@ -162,21 +163,21 @@ int tlsh_keyring_parse_certs(struct tlsh_x509 *x, const unsigned char *buf,
 		snprintf(err, errlen,
 			 "not a PEM or DER X.509 certificate: %s",
 			 gnutls_strerror(ret));
-		return EINVAL;
+		return -EINVAL;
 	}
 	x->npcerts = 1;
 	return 0;
 }
 
 /* Compare the public key of the certificate with that of the key. */
-static int key_matches_cert(gnutls_privkey_t key, const gnutls_pcert_st *pc)
+static bool key_matches_cert(gnutls_privkey_t key, const gnutls_pcert_st *pc)
 {
 	gnutls_pubkey_t pub;
 	gnutls_datum_t a = { NULL, 0 }, b = { NULL, 0 };
-	int match = 0;
+	bool match = false;
 
 	if (gnutls_pubkey_init(&pub) < 0)
-		return 0;
+		return false;
 	if (gnutls_pubkey_import_privkey(pub, key, 0, 0) == 0 &&
 	    gnutls_pubkey_export2(pub, GNUTLS_X509_FMT_DER, &a) == 0 &&
 	    gnutls_pubkey_export2(pc->pubkey, GNUTLS_X509_FMT_DER, &b) == 0)
@@ -192,17 +193,18 @@ int tlsh_keyring_parse_privkey(struct tlsh_x509 *x, const unsigned char *buf,
 {
 	gnutls_datum_t d = { (unsigned char *)buf, (unsigned)len };
 	gnutls_privkey_t key;
-	int ret, pem;
+	bool pem;
+	int ret;
 
 	if (len == 0 || len > TLSH_PAYLOAD_MAX) {
 		snprintf(err, errlen, "private key payload is %s",
 			 len ? "too large" : "empty");
-		return EINVAL;
+		return -EINVAL;
 	}
 	pem = is_pem(buf, len);
 	if (gnutls_privkey_init(&key) < 0) {
 		snprintf(err, errlen, "out of memory");
-		return ENOMEM;
+		return -ENOMEM;
 	}
 	ret = gnutls_privkey_import_x509_raw(key, &d,
 			pem ? GNUTLS_X509_FMT_PEM : GNUTLS_X509_FMT_DER,
@@ -216,18 +218,19 @@ int tlsh_keyring_parse_privkey(struct tlsh_x509 *x, const unsigned char *buf,
 		else
 			snprintf(err, errlen, "not a %s private key: %s",
 				 pem ? "PEM" : "DER", gnutls_strerror(ret));
-		return EINVAL;
+		return -EINVAL;
 	}
 	if (x->npcerts && !key_matches_cert(key, &x->pcerts[0])) {
 		gnutls_privkey_deinit(key);
 		snprintf(err, errlen,
 			 "client certificate and private key do not match");
-		return EINVAL;
+		return -EINVAL;
 	}
 	x->key = key;
 	return 0;
 }
 
+/* The value of hex digit c, or -EINVAL */
 static int hexval(unsigned char c)
 {
 	if (c >= '0' && c <= '9')
@@ -236,7 +239,7 @@ static int hexval(unsigned char c)
 		return c - 'a' + 10;
 	if (c >= 'A' && c <= 'F')
 		return c - 'A' + 10;
-	return -1;
+	return -EINVAL;
 }
 
 void tlsh_keyring_psk_clear(struct tlsh_psk *psk)
@@ -254,27 +257,27 @@ static int parse_psk_line(struct tlsh_psk *psk, const unsigned char *l,
 	if (!colon) {
 		snprintf(err, errlen, "PSK line %u: expected IDENTITY:HEXKEY",
 			 lineno);
-		return EINVAL;
+		return -EINVAL;
 	}
 	idlen = (size_t)(colon - l);
 	if (idlen == 0 || idlen > TLSH_PSK_ID_MAX) {
 		snprintf(err, errlen, "PSK line %u: identity must be 1..%d bytes",
 			 lineno, TLSH_PSK_ID_MAX);
-		return EINVAL;
+		return -EINVAL;
 	}
 	for (size_t i = 0; i < idlen; i++)
 		if (l[i] <= 0x20 || l[i] >= 0x7f) {
 			snprintf(err, errlen,
 				 "PSK line %u: identity must be printable ASCII without spaces",
 				 lineno);
-			return EINVAL;
+			return -EINVAL;
 		}
 	hexlen = len - idlen - 1;
 	if (hexlen % 2 || hexlen / 2 < TLSH_PSK_MIN || hexlen / 2 > TLSH_PSK_MAX) {
 		snprintf(err, errlen,
 			 "PSK line %u: key must be %d..%d bytes as an even number of hex digits",
 			 lineno, TLSH_PSK_MIN, TLSH_PSK_MAX);
-		return EINVAL;
+		return -EINVAL;
 	}
 	for (size_t i = 0; i < hexlen / 2; i++) {
 		int hi = hexval(colon[1 + 2 * i]), lo = hexval(colon[2 + 2 * i]);
@@ -283,7 +286,7 @@ static int parse_psk_line(struct tlsh_psk *psk, const unsigned char *l,
 			tlsh_keyring_psk_clear(psk);
 			snprintf(err, errlen, "PSK line %u: key is not hexadecimal",
 				 lineno);
-			return EINVAL;
+			return -EINVAL;
 		}
 		psk->key[i] = (unsigned char)(hi << 4 | lo);
 	}
@@ -303,7 +306,7 @@ int tlsh_keyring_parse_psk(struct tlsh_psk *psk, const unsigned char *buf,
 	tlsh_keyring_psk_clear(psk);
 	if (memchr(buf, '\0', len)) {
 		snprintf(err, errlen, "PSK payload contains a NUL byte");
-		return EINVAL;
+		return -EINVAL;
 	}
 	while (pos < len) {
 		const unsigned char *line = buf + pos;
@@ -342,7 +345,7 @@ int tlsh_keyring_parse_psk(struct tlsh_psk *psk, const unsigned char *buf,
 					 TLSH_PSK_ID_MAX, want_identity);
 			else
 				snprintf(err, errlen, "more than one PSK entry");
-			return EINVAL;
+			return -EINVAL;
 		}
 		*psk = tmp;
 		tlsh_keyring_psk_clear(&tmp);
@@ -353,7 +356,7 @@ int tlsh_keyring_parse_psk(struct tlsh_psk *psk, const unsigned char *buf,
 				 TLSH_PSK_ID_MAX, want_identity);
 		else
 			snprintf(err, errlen, "no PSK entry (expected IDENTITY:HEXKEY)");
-		return EINVAL;
+		return -EINVAL;
 	}
 	return 0;
 }
@@ -370,7 +373,7 @@ int tlsh_keyring_member(int32_t keyring, int32_t serial, char *err,
 		e = errno;
 		snprintf(err, errlen, "cannot list the kernel's key ring %d: %s",
 			 keyring, strerror(e));
-		return e;
+		return -e;
 	}
 	/* a keyring's payload is the serials of its keys (key_serial_t) */
 	for (long i = 0; i < n / (long)sizeof(int32_t); i++) {
@@ -390,12 +393,12 @@ int tlsh_keyring_member(int32_t keyring, int32_t serial, char *err,
 	    (errno == ENOKEY || errno == EKEYREVOKED || errno == EKEYEXPIRED)) {
 		e = errno;
 		snprintf(err, errlen, "key %d: %s", serial, strerror(e));
-		return e;
+		return -e;
 	}
 	snprintf(err, errlen,
 		 "key %d is not in the kernel's key ring %d for this request",
 		 serial, keyring);
-	return EACCES;
+	return -EACCES;
 }
 
 int tlsh_keyring_use_user_keyring(char *err, size_t errlen)
@@ -407,7 +410,7 @@ int tlsh_keyring_use_user_keyring(char *err, size_t errlen)
 	e = errno;
 	snprintf(err, errlen, "cannot link root's user key ring: %s",
 		 strerror(e));
-	return e;
+	return -e;
 }
 
 int tlsh_keyring_load_x509(struct tlsh_x509 *x, int32_t cert, int32_t privkey,

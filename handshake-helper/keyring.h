@@ -38,24 +38,29 @@ struct tlsh_psk {
 
 /*
  * Read the payload of key SERIAL (a "user" or "big_key" key).  Returns 0 or
- * a positive errno with a message in err; *buf is to be released with
+ * -errno with a message in err: keyctl(2)'s error (-ENOKEY, -EACCES,
+ * -EKEYREVOKED...), -EINVAL for a serial or key type we do not read or an
+ * empty or oversized payload; *buf is to be released with
  * tlsh_keyring_free_payload().
  */
 int tlsh_keyring_read(int32_t serial, unsigned char **buf, size_t *len,
 		      char *err, size_t errlen);
 void tlsh_keyring_free_payload(unsigned char *buf, size_t len);
 
-/* Parse a certificate (chain) into x->pcerts.  0 or EINVAL. */
+/* Parse a certificate (chain) into x->pcerts.  0 or -EINVAL with a
+ * message in err. */
 int tlsh_keyring_parse_certs(struct tlsh_x509 *x, const unsigned char *buf,
 			     size_t len, char *err, size_t errlen);
-/* Parse a private key into x->key and check that it matches pcerts[0]. */
+/* Parse a private key into x->key and check that it matches pcerts[0].
+ * 0, -EINVAL or -ENOMEM with a message in err. */
 int tlsh_keyring_parse_privkey(struct tlsh_x509 *x, const unsigned char *buf,
 			       size_t len, char *err, size_t errlen);
 void tlsh_keyring_x509_free(struct tlsh_x509 *x);
 
 /*
  * Parse "IDENTITY:HEXKEY" lines.  With want_identity NULL exactly one entry
- * must be present; otherwise the entry with that identity is taken.
+ * must be present; otherwise the entry with that identity is taken.  0 or
+ * -EINVAL with a message in err (never with key material).
  */
 int tlsh_keyring_parse_psk(struct tlsh_psk *psk, const unsigned char *buf,
 			   size_t len, const char *want_identity, char *err,
@@ -66,16 +71,17 @@ void tlsh_keyring_psk_clear(struct tlsh_psk *psk);
  * Where an agent thread finds the keys a request names.  With a keyring
  * from TLSH_KEYRING (which the kernel made this thread possess when it was
  * read), every serial must be a member of it: tlsh_keyring_member() says so, or
- * fails with EACCES.  Without one (a kernel consumer that names serials
+ * fails with -EACCES.  Without one (a kernel consumer that names serials
  * directly), tlsh_keyring_use_user_keyring() links root's user keyring into the
- * calling thread's keyring, for that thread only.  0 or positive errno
+ * calling thread's keyring, for that thread only.  0 or -errno
  * with a message in err.
  */
 int tlsh_keyring_member(int32_t keyring, int32_t serial, char *err,
 			size_t errlen);
 int tlsh_keyring_use_user_keyring(char *err, size_t errlen);
 
-/* Convenience: read serials and parse. 0 or positive errno. */
+/* Convenience: read serials and parse. 0 or -errno (tlsh_keyring_read()'s
+ * or the parser's) with a message in err. */
 int tlsh_keyring_load_x509(struct tlsh_x509 *x, int32_t cert, int32_t privkey,
 			   char *err, size_t errlen);
 int tlsh_keyring_load_psk(struct tlsh_psk *psk, int32_t serial, char *err,

@@ -41,7 +41,7 @@ int tlsh_ktls_check(gnutls_session_t s, char *err, size_t errlen)
 		name = gnutls_protocol_get_name(v);
 		snprintf(err, errlen, "negotiated %s, kTLS needs TLS1.2 or TLS1.3",
 			 name ? name : "unknown protocol");
-		return -1;
+		return -EPROTO;
 	}
 	switch (c) {
 	case GNUTLS_CIPHER_AES_128_GCM:
@@ -53,11 +53,11 @@ int tlsh_ktls_check(gnutls_session_t s, char *err, size_t errlen)
 		name = gnutls_cipher_get_name(c);
 		snprintf(err, errlen, "negotiated cipher %s is not supported by kTLS",
 			 name ? name : "unknown");
-		return -1;
+		return -EPROTO;
 	}
 }
 
-/* Salted AEADs: AES-GCM and AES-CCM. */
+/* Salted AEADs: AES-GCM and AES-CCM.  0 or -EINVAL (unexpected sizes). */
 static int fill_salted(unsigned char *key,
 		       unsigned char *salt, unsigned char *iv,
 		       unsigned char *rec_seq, size_t keysize,
@@ -66,7 +66,7 @@ static int fill_salted(unsigned char *key,
 {
 	/* salt 4, explicit iv 8, rec_seq 8 for all of them */
 	if (k->size != keysize || civ->size != (tls13 ? 12u : 4u))
-		return -1;
+		return -EINVAL;
 	memcpy(key, k->data, keysize);
 	memcpy(salt, civ->data, 4);
 	if (tls13)
@@ -82,15 +82,17 @@ int tlsh_ktls_fill(gnutls_session_t s, int read, union ktls_crypto_info *ci,
 {
 	gnutls_datum_t mac, iv, key;
 	unsigned char seq[8];
-	int tls13, ret = -1;
+	int tls13, ret;
 
 	memset(ci, 0, sizeof(*ci));
-	if (tlsh_ktls_check(s, err, errlen) < 0)
-		return -1;
+	ret = tlsh_ktls_check(s, err, errlen);
+	if (ret < 0)
+		return ret;
+	ret = -EINVAL;
 	tls13 = gnutls_protocol_get_version(s) == GNUTLS_TLS1_3;
 	if (gnutls_record_get_state(s, read, &mac, &iv, &key, seq) < 0) {
 		snprintf(err, errlen, "cannot get the TLS record state");
-		return -1;
+		return -EINVAL;
 	}
 	ci->info.version = tls13 ? TLS_1_3_VERSION : TLS_1_2_VERSION;
 	switch (gnutls_cipher_get(s)) {
@@ -147,23 +149,25 @@ int tlsh_ktls_install(int fd, gnutls_session_t s, char *err, size_t errlen)
 	socklen_t len = 0;
 	int e;
 
-	if (tlsh_ktls_check(s, err, errlen) < 0)
-		return EPROTO;
+	e = tlsh_ktls_check(s, err, errlen);
+	if (e < 0)
+		return e;
 	if (setsockopt(fd, SOL_TCP, TCP_ULP, "tls", sizeof("tls")) < 0) {
 		e = errno;
 		snprintf(err, errlen, "cannot attach the kernel TLS ULP: %s",
 			 strerror(e));
-		return e;
+		return -e;
 	}
 	for (int dir = 0; dir < 2; dir++) {
+		/* whatever went wrong, the session is not one kTLS takes */
 		if (tlsh_ktls_fill(s, dir, &ci, &len, err, errlen) < 0)
-			return EPROTO;
+			return -EPROTO;
 		if (setsockopt(fd, SOL_TLS, dir ? TLS_RX : TLS_TX, &ci, len) < 0) {
 			e = errno;
 			explicit_bzero(&ci, sizeof(ci));
 			snprintf(err, errlen, "setsockopt(%s): %s",
 				 dir ? "TLS_RX" : "TLS_TX", strerror(e));
-			return e;
+			return -e;
 		}
 		explicit_bzero(&ci, sizeof(ci));
 		if (dir == 0)

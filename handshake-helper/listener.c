@@ -101,7 +101,7 @@ static int spawn(struct lstate *ls, pthread_attr_t *attr, int fd)
 	int e;
 
 	if (!j)
-		return ENOMEM;
+		return -ENOMEM;
 	j->ls = ls;
 	j->fd = fd;
 	pthread_mutex_lock(&ls->lock);
@@ -114,7 +114,7 @@ static int spawn(struct lstate *ls, pthread_attr_t *attr, int fd)
 		pthread_mutex_unlock(&ls->lock);
 		free(j);
 	}
-	return e;
+	return -e;
 }
 
 void tlsh_listener_block_signals(void)
@@ -128,9 +128,16 @@ void tlsh_listener_block_signals(void)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 }
 
+/* What accept_some() leaves the accept loop with */
+enum accept_state {
+	ACCEPT_DRAINED,		/* nothing more queued, or the cap reached */
+	ACCEPT_BACKOFF,		/* short of a resource: retry shortly */
+	ACCEPT_NETNS_GONE,	/* the network namespace served is gone */
+};
+
 /*
- * Accept what is queued.  Returns 0, 1 to back off briefly, 2 when the
- * network namespace served is gone (nothing more will come), -1 fatal.
+ * Accept what is queued.  Returns an enum accept_state, or the -errno of
+ * a fatal accept() error.
  */
 static int accept_some(int lfd, struct lstate *ls, pthread_attr_t *attr)
 {
@@ -142,13 +149,13 @@ static int accept_some(int lfd, struct lstate *ls, pthread_attr_t *attr)
 		inflight = ls->inflight;
 		pthread_mutex_unlock(&ls->lock);
 		if (inflight >= LISTENER_MAX_INFLIGHT)
-			return 0;
+			return ACCEPT_DRAINED;
 		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0) {
 			e = errno;
 			switch (e) {
 			case EAGAIN:
-				return 0;
+				return ACCEPT_DRAINED;
 			case EINTR:
 			case ECONNABORTED:
 			case EPROTO:
@@ -158,20 +165,20 @@ static int accept_some(int lfd, struct lstate *ls, pthread_attr_t *attr)
 			case ENOBUFS:
 			case ENOMEM:
 				log_warn("accept: %s", strerror(e));
-				return 1;
+				return ACCEPT_BACKOFF;
 			case ENETDOWN:
 				log_info("the network namespace served is gone: no more handshakes");
-				return 2;
+				return ACCEPT_NETNS_GONE;
 			default:
 				log_err("accept: %s", strerror(e));
-				return -1;
+				return -e;
 			}
 		}
 		e = spawn(ls, attr, fd);
 		if (e) {
-			log_err("cannot start a handshake thread: %s", strerror(e));
+			log_err("cannot start a handshake thread: %s", strerror(-e));
 			close(fd);
-			return 1;
+			return ACCEPT_BACKOFF;
 		}
 	}
 }
@@ -183,7 +190,7 @@ int tlsh_listener_run(int lfd, unsigned idle_s, listener_handler handler,
 	uint64_t idle_ms = (uint64_t)idle_s * 1000u, backoff_until = 0;
 	pthread_attr_t attr;
 	sigset_t set;
-	int sigfd, stopping = 0, ret = 0;
+	int sigfd, e, stopping = 0, ret = 0;
 
 	pthread_mutex_init(&ls.lock, NULL);
 	ls.last_done = tlsh_now_ms();
@@ -195,13 +202,14 @@ int tlsh_listener_run(int lfd, unsigned idle_s, listener_handler handler,
 	sigaddset(&set, SIGHUP);
 	sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (ls.evfd < 0 || sigfd < 0) {
-		log_err("eventfd/signalfd: %s", strerror(errno));
+		e = errno;
+		log_err("eventfd/signalfd: %s", strerror(e));
 		close(lfd);
 		if (ls.evfd >= 0)
 			close(ls.evfd);
 		if (sigfd >= 0)
 			close(sigfd);
-		return 1;
+		return -e;
 	}
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -245,11 +253,12 @@ int tlsh_listener_run(int lfd, unsigned idle_s, listener_handler handler,
 			pfd[i].revents = 0;
 		pr = poll(pfd, (nfds_t)nfds, timeout);
 		if (pr < 0) {
-			if (errno == EINTR)
+			e = errno;
+			if (e == EINTR)
 				continue;
-			log_err("poll: %s", strerror(errno));
+			log_err("poll: %s", strerror(e));
 			stopping = 1;
-			ret = 1;
+			ret = -e;
 			continue;
 		}
 		if (pfd[0].revents) {
@@ -273,11 +282,11 @@ int tlsh_listener_run(int lfd, unsigned idle_s, listener_handler handler,
 		if (lfd >= 0 && nfds == 3 && pfd[2].revents) {
 			int r = accept_some(lfd, &ls, &attr);
 
-			if (r == 1)
+			if (r == ACCEPT_BACKOFF)
 				backoff_until = tlsh_now_ms() + 100;
-			if (r < 0 || r == 2) {
+			if (r < 0 || r == ACCEPT_NETNS_GONE) {
 				stopping = 1;
-				ret = r < 0;
+				ret = r < 0 ? r : 0;
 				close(lfd);
 				lfd = -1;
 			}
@@ -292,6 +301,8 @@ int tlsh_listener_run(int lfd, unsigned idle_s, listener_handler handler,
 	return ret;
 }
 
+/* Decimal at s up to the first non-digit (*end), in [0, max].  0, -EINVAL
+ * (no digit, or a leading zero) or -ERANGE. */
 static int parse_u64(const char *s, const char **end, uint64_t max,
 		     uint64_t *out)
 {
@@ -299,12 +310,12 @@ static int parse_u64(const char *s, const char **end, uint64_t max,
 	const char *p = s;
 
 	if (*p < '0' || *p > '9' || (p[0] == '0' && p[1] >= '0' && p[1] <= '9'))
-		return -1;
+		return -EINVAL;
 	for (; *p >= '0' && *p <= '9'; p++) {
 		unsigned d = (unsigned)(*p - '0');
 
 		if (v > (max - d) / 10)
-			return -1;
+			return -ERANGE;
 		v = v * 10 + d;
 	}
 	*end = p;
@@ -316,13 +327,20 @@ int tlsh_netns_parse_description(const char *desc, uint32_t *inum, uint64_t *seq
 {
 	const char *p;
 	uint64_t i, s;
+	int ret;
 
 	if (strncmp(desc, "netns:", 6) != 0)
-		return -1;
-	if (parse_u64(desc + 6, &p, UINT32_MAX, &i) < 0 || i == 0 || *p != ':')
-		return -1;
-	if (parse_u64(p + 1, &p, UINT64_MAX, &s) < 0 || *p != '\0')
-		return -1;
+		return -EINVAL;
+	ret = parse_u64(desc + 6, &p, UINT32_MAX, &i);
+	if (ret < 0)
+		return ret;
+	if (i == 0 || *p != ':')
+		return -EINVAL;
+	ret = parse_u64(p + 1, &p, UINT64_MAX, &s);
+	if (ret < 0)
+		return ret;
+	if (*p != '\0')
+		return -EINVAL;
 	*inum = (uint32_t)i;
 	*seq = s;
 	return 0;
@@ -340,7 +358,7 @@ int tlsh_netns_from_key(int32_t key, uint32_t *inum, uint64_t *seq, char *err,
 
 		snprintf(err, errlen, "cannot describe key %d: %s", key,
 			 strerror(e));
-		return e;
+		return -e;
 	}
 	/* "type;uid;gid;perm;description" */
 	d = desc;
@@ -355,7 +373,7 @@ int tlsh_netns_from_key(int32_t key, uint32_t *inum, uint64_t *seq, char *err,
 			 "key %d is not a tlsh key with description netns:<inum>:<seq>",
 			 key);
 		free(desc);
-		return EINVAL;
+		return -EINVAL;
 	}
 	free(desc);
 	return 0;

@@ -26,7 +26,8 @@ int tlsh_listener_open(int32_t key, char *err, size_t errlen);
  * own thread; the handler must close it.  Exits when no handshake is in
  * flight and none has finished for idle_s seconds (0 = never), or on
  * SIGTERM/SIGINT/SIGHUP (after the handshakes in flight are done).
- * Closes lfd.  Returns 0, or 1 on a fatal accept error.
+ * Closes lfd.  Returns 0, or the -errno of a fatal error (accept(),
+ * poll(), signalfd()).
  */
 int tlsh_listener_run(int lfd, unsigned idle_s, listener_handler handler,
 		      void *arg);
@@ -34,10 +35,11 @@ int tlsh_listener_run(int lfd, unsigned idle_s, listener_handler handler,
 /* Block the signals tlsh_listener_run() handles; call before any thread. */
 void tlsh_listener_block_signals(void);
 
-/* "netns:<inum>:<seq>" -> inum, seq.  0 or -1. */
+/* "netns:<inum>:<seq>" -> inum, seq.  0, -EINVAL (malformed) or -ERANGE
+ * (a number too large). */
 int tlsh_netns_parse_description(const char *desc, uint32_t *inum, uint64_t *seq);
-/* Check that key is a "tlsh" key and get its namespace.  0 or a
- * positive errno (EINVAL: not a tlsh key) with a message in err. */
+/* Check that key is a "tlsh" key and get its namespace.  0 or -errno
+ * (keyctl(2)'s; -EINVAL: not a tlsh key) with a message in err. */
 int tlsh_netns_from_key(int32_t key, uint32_t *inum, uint64_t *seq, char *err,
 			size_t errlen);
 /* Inode number of the caller's network namespace, 0 if unknown. */

@@ -7,6 +7,7 @@
  */
 #include "log.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -58,7 +59,7 @@ int tlsh_log_level_from_name(const char *name)
 	for (size_t i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++)
 		if (strcmp(name, level_names[i]) == 0)
 			return (int)i;
-	return -1;
+	return -EINVAL;
 }
 
 const char *tlsh_log_level_name(enum tlsh_log_level level)

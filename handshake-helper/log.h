@@ -13,7 +13,8 @@ enum tlsh_log_level {
 void tlsh_log_init(const char *ident, int to_syslog, int to_stderr);
 void tlsh_log_set_level(enum tlsh_log_level level);
 enum tlsh_log_level tlsh_log_get_level(void);
-/* Name <-> level ("error", "warning", "info", "debug"); -1 if unknown. */
+/* Name <-> level ("error", "warning", "info", "debug"); the level, or
+ * -EINVAL for an unknown name. */
 int tlsh_log_level_from_name(const char *name);
 const char *tlsh_log_level_name(enum tlsh_log_level level);
 

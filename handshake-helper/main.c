@@ -82,28 +82,32 @@ static void setup_alarm(int sig)
 	_exit(1);
 }
 
+/* Reject key with -err: the one place where a -errno of ours becomes the
+ * positive errno the kernel gives those waiting for the key. */
 static void reject_key(int32_t key, int err)
 {
-	if (keyctl_reject(key, REJECT_TIMEOUT, (unsigned)err, 0) < 0 &&
+	if (keyctl_reject(key, REJECT_TIMEOUT, (unsigned)-err, 0) < 0 &&
 	    keyctl_negate(key, REJECT_TIMEOUT, 0) < 0)
 		log_err("cannot reject key %d: %s", key, strerror(errno));
 }
 
+/* The configuration and the GnuTLS set-up; 0 or -errno, logged. */
 static int load_config(const char *path, int verbose)
 {
 	char err[PATH_MAX + 600];
+	int ret;
 
-	if (tlsh_config_load(&cfg, path ? path : TLSH_CONFIG_FILE, path != NULL,
-			     err, sizeof(err)) < 0) {
+	ret = tlsh_config_load(&cfg, path ? path : TLSH_CONFIG_FILE, path != NULL,
+			       err, sizeof(err));
+	if (ret < 0) {
 		log_err("%s", err);
-		return -1;
+		return ret;
 	}
 	tlsh_log_set_level((enum tlsh_log_level)(cfg.log_level + verbose));
-	if (tlsh_hs_global_init(&cfg, err, sizeof(err)) < 0) {
+	ret = tlsh_hs_global_init(&cfg, err, sizeof(err));
+	if (ret < 0)
 		log_err("%s", err);
-		return -1;
-	}
-	return 0;
+	return ret;
 }
 
 static void to_dev_null(void)
@@ -138,35 +142,35 @@ static int kernel_mode(int32_t key, const char *cfgpath, long idle, int verbose)
 		int e = errno;
 
 		log_err("key %d: cannot assume authority: %s", key, strerror(e));
-		reject_key(key, e);
+		reject_key(key, -e);
 		return 1;
 	}
 	/* bind() is the authoritative check; a key that is described but
 	 * not as a tlsh key for a namespace is refused here already. */
 	n = tlsh_netns_from_key(key, &inum, &seq, err, sizeof(err));
-	if (n == EINVAL) {
+	if (n == -EINVAL) {
 		log_err("%s", err);
-		reject_key(key, EINVAL);
+		reject_key(key, n);
 		return 1;
 	}
 	if (n)
 		log_warn("%s", err);
 	if (load_config(cfgpath, verbose) < 0) {
-		reject_key(key, EKEYREJECTED);
+		reject_key(key, -EKEYREJECTED);
 		return 1;
 	}
 	tlsh_fault_point(FAULT_BEFORE_BIND);
 	lfd = tlsh_listener_open(key, err, sizeof(err));
 	if (lfd < 0) {
 		log_err("network namespace %u: %s", inum, err);
-		reject_key(key, -lfd);
+		reject_key(key, lfd);
 		return 1;
 	}
 	if (pipe2(pipefd, O_CLOEXEC) < 0 || (pid = fork()) < 0) {
 		int e = errno;
 
 		log_err("cannot start the agent: %s", strerror(e));
-		reject_key(key, e);
+		reject_key(key, -e);
 		return 1;
 	}
 	if (pid == 0) {
@@ -191,7 +195,8 @@ static int kernel_mode(int32_t key, const char *cfgpath, long idle, int verbose)
 			idle = (long)cfg.idle_timeout;
 		log_info("serving network namespace %u (key %d), idle timeout %ld s",
 			 inum, key, idle);
-		return tlsh_listener_run(lfd, (unsigned)idle, tlsh_request_serve, &cfg);
+		return tlsh_listener_run(lfd, (unsigned)idle, tlsh_request_serve,
+					 &cfg) < 0 ? 1 : 0;
 	}
 	close(pipefd[0]);
 	close(lfd);
@@ -200,7 +205,7 @@ static int kernel_mode(int32_t key, const char *cfgpath, long idle, int verbose)
 		int e = errno;
 
 		log_err("key %d: cannot instantiate: %s", key, strerror(e));
-		reject_key(key, e);
+		reject_key(key, -e);
 		return 1;	/* the child sees EOF and exits */
 	}
 	keyctl_assume_authority(0);
@@ -230,7 +235,7 @@ static int foreground_mode(const char *cfgpath, long idle, int verbose)
 	else
 		log_info("serving network namespace %u", tlsh_netns_self());
 	return tlsh_listener_run(lfd, idle < 0 ? 0 : (unsigned)idle, tlsh_request_serve,
-				 &cfg);
+				 &cfg) < 0 ? 1 : 0;
 }
 
 /*

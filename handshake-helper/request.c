@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* An int option.  0 or -errno (getsockopt()'s; -EINVAL: a bad length) */
 static int get_int(int fd, int opt, const char *name, int *v, char *err,
 		   size_t errlen)
 {
@@ -30,17 +31,18 @@ static int get_int(int fd, int opt, const char *name, int *v, char *err,
 		int e = errno;
 
 		snprintf(err, errlen, "getsockopt(%s): %s", name, strerror(e));
-		return e;
+		return -e;
 	}
 	if (len != sizeof(*v)) {
 		snprintf(err, errlen, "getsockopt(%s): unexpected length %u",
 			 name, (unsigned)len);
-		return EINVAL;
+		return -EINVAL;
 	}
 	return 0;
 }
 
-/* String option: not NUL-terminated, length in optlen, at most max. */
+/* String option: not NUL-terminated, length in optlen, at most max.  0 or
+ * -errno (getsockopt()'s; -EINVAL: too long, or a NUL byte inside) */
 static int get_string(int fd, int opt, const char *name, char *buf,
 		      size_t max, char *err, size_t errlen)
 {
@@ -56,18 +58,18 @@ static int get_string(int fd, int opt, const char *name, char *buf,
 		else
 			snprintf(err, errlen, "getsockopt(%s): %s", name,
 				 strerror(e));
-		return e == ERANGE ? EINVAL : e;
+		return e == ERANGE ? -EINVAL : -e;
 	}
 	if (len > max) {
 		snprintf(err, errlen, "%s: bad length %u", name, (unsigned)len);
-		return EINVAL;
+		return -EINVAL;
 	}
 	/* Tolerate one terminating NUL, refuse embedded ones. */
 	if (len > 0 && buf[len - 1] == '\0')
 		len--;
 	if (memchr(buf, '\0', len)) {
 		snprintf(err, errlen, "%s contains a NUL byte", name);
-		return EINVAL;
+		return -EINVAL;
 	}
 	buf[len] = '\0';
 	return 0;
@@ -116,7 +118,7 @@ int tlsh_request_read(int fd, const struct config *cfg, struct tlsh_request *r,
 	if (r->type != TLSH_TYPE_CLIENTHELLO_X509 &&
 	    r->type != TLSH_TYPE_CLIENTHELLO_PSK) {
 		snprintf(err, errlen, "unsupported handshake type %d", r->type);
-		return EINVAL;
+		return -EINVAL;
 	}
 	ret = get_string(fd, TLSH_PRIORITIES, "TLSH_PRIORITIES", r->priorities,
 			 TLSH_MAX_PRIORITIES, err, errlen);
@@ -124,7 +126,7 @@ int tlsh_request_read(int fd, const struct config *cfg, struct tlsh_request *r,
 		return ret;
 	if (r->priorities[0] && !tlsh_valid_token(r->priorities, TLSH_MAX_PRIORITIES)) {
 		snprintf(err, errlen, "TLSH_PRIORITIES is not printable ASCII");
-		return EINVAL;
+		return -EINVAL;
 	}
 	ret = get_int(fd, TLSH_PEERID, "TLSH_PEERID", &v, err, errlen);
 	if (ret)
@@ -136,7 +138,7 @@ int tlsh_request_read(int fd, const struct config *cfg, struct tlsh_request *r,
 		return ret;
 	r->cert = v;
 	ret = get_int(fd, TLSH_KEYRING, "TLSH_KEYRING", &v, err, errlen);
-	if (ret == ENOPROTOOPT)
+	if (ret == -ENOPROTOOPT)
 		v = 0;		/* a kernel without TLSH_KEYRING */
 	else if (ret)
 		return ret;
@@ -146,21 +148,21 @@ int tlsh_request_read(int fd, const struct config *cfg, struct tlsh_request *r,
 		snprintf(err, errlen,
 			 "invalid key serial (peerid %d, cert %d, keyring %d)",
 			 r->peerid, r->cert, r->keyring);
-		return EINVAL;
+		return -EINVAL;
 	}
 	if (r->type == TLSH_TYPE_CLIENTHELLO_PSK && r->peerid == 0) {
 		snprintf(err, errlen, "PSK handshake without a PSK key");
-		return EINVAL;
+		return -EINVAL;
 	}
 	if (r->type == TLSH_TYPE_CLIENTHELLO_X509 && (r->cert == 0) != (r->peerid == 0)) {
 		snprintf(err, errlen,
 			 "client certificate key %d and private key %d must be given together",
 			 r->cert, r->peerid);
-		return EINVAL;
+		return -EINVAL;
 	}
 	ret = get_int(fd, TLSH_AUTH_OPTIONAL, "TLSH_AUTH_OPTIONAL",
 		      &r->auth_optional, err, errlen);
-	if (ret == ENOPROTOOPT)
+	if (ret == -ENOPROTOOPT)
 		r->auth_optional = 0;	/* a kernel without it */
 	else if (ret)
 		return ret;
@@ -173,7 +175,7 @@ int tlsh_request_read(int fd, const struct config *cfg, struct tlsh_request *r,
 
 		if (tlsh_normalize_peername(r->peername, norm, sizeof(norm)) < 0) {
 			snprintf(err, errlen, "TLSH_PEERNAME is neither a DNS name nor an IP address");
-			return EINVAL;
+			return -EINVAL;
 		}
 		tlsh_copy_string(r->peername, sizeof(r->peername), norm);
 	}
@@ -181,7 +183,7 @@ int tlsh_request_read(int fd, const struct config *cfg, struct tlsh_request *r,
 	r->timeout_ms = cfg->handshake_timeout * 1000u;
 	/* a __u32 of at most the kernel's deadline, so it fits an int */
 	ret = get_int(fd, TLSH_TIMEOUT_MS, "TLSH_TIMEOUT_MS", &v, err, errlen);
-	if (ret == ENOPROTOOPT)
+	if (ret == -ENOPROTOOPT)
 		log_debug("%s: kernel has no TLSH_TIMEOUT_MS", r->peer);
 	else if (ret)
 		return ret;
@@ -196,7 +198,7 @@ int tlsh_request_read(int fd, const struct config *cfg, struct tlsh_request *r,
  * be in it: the kernel checked, as the mounting user, that the user may
  * read what it linked there, and nothing else is read.  Without one, the
  * serials come from a kernel consumer that names them directly, and root's
- * user keyring is linked for this thread only.
+ * user keyring is linked for this thread only.  0 or -errno.
  */
 static int load_keys(const struct tlsh_request *r, struct tlsh_x509 *x509,
 		     struct tlsh_psk *psk, char *err, size_t errlen)
@@ -221,12 +223,12 @@ static int load_keys(const struct tlsh_request *r, struct tlsh_x509 *x509,
 						errlen);
 	/* A key that is gone (revoked, then collected) is not the kernel's
 	 * "no handshake agent" */
-	return status == ENOKEY ? EKEYREVOKED : status;
+	return status == -ENOKEY ? -EKEYREVOKED : status;
 }
 
 /* The consumer allowed it (TLSH_AUTH_OPTIONAL): the session is encrypted,
  * but the server was not authenticated.  Say so to the kernel, and why in
- * the log.
+ * the log.  0 or -EPROTO.
  */
 static int report_unauthenticated(int fd, const struct tlsh_request *r,
 				  const struct hs_session *hs, char *err,
@@ -245,18 +247,21 @@ static int report_unauthenticated(int fd, const struct tlsh_request *r,
 
 		snprintf(err, errlen, "setsockopt(TLSH_UNAUTHENTICATED): %s",
 			 strerror(e));
-		return EPROTO;
+		return -EPROTO;
 	}
 	log_warn("%s (%s): certificate not verified (%s): encrypted, the server NOT authenticated, as the kernel allows for this request",
 		 r->peer, r->peername[0] ? r->peername : "no peer name", why);
 	return 0;
 }
 
+/* Tell the kernel why the handshake failed: the one place where a -errno
+ * of ours becomes the positive errno of the kernel interface. */
 static void report(int fd, int status)
 {
-	if (setsockopt(fd, SOL_TLSH, TLSH_STATUS, &status, sizeof(status)) < 0)
-		log_warn("setsockopt(TLSH_STATUS, %d): %s", status,
-			 strerror(errno));
+	int e = -status;
+
+	if (setsockopt(fd, SOL_TLSH, TLSH_STATUS, &e, sizeof(e)) < 0)
+		log_warn("setsockopt(TLSH_STATUS, %d): %s", e, strerror(errno));
 }
 
 void tlsh_request_serve(int fd, void *arg)
@@ -302,7 +307,7 @@ void tlsh_request_serve(int fd, void *arg)
 	if (!status) {
 		t_ktls = tlsh_now_us();
 		status = tlsh_ktls_install(fd, hs.session, err, sizeof(err));
-		if (status == ENOTCONN || status == ECONNRESET || status == EPIPE)
+		if (status == -ENOTCONN || status == -ECONNRESET || status == -EPIPE)
 			status = tlsh_hs_closed_after(hs.session, fd, err, sizeof(err));
 	}
 	if (!status && hs.unauthenticated)

@@ -30,7 +30,8 @@ struct tlsh_request {
 	size_t peer_ip_len;
 };
 
-/* Read and validate the SOL_TLSH options of fd.  0 or positive errno. */
+/* Read and validate the SOL_TLSH options of fd.  0 or -errno (getsockopt()'s,
+ * or -EINVAL for a malformed request) with a message in err. */
 int tlsh_request_read(int fd, const struct config *cfg, struct tlsh_request *r,
 		      char *err, size_t errlen);
 

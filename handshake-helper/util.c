@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,15 +15,22 @@ int tlsh_parse_uint(const char *s, unsigned long max, unsigned long *out)
 {
 	unsigned long v = 0;
 
-	if (!s || !*s || strlen(s) > 10)
-		return -1;
-	for (const char *p = s; *p; p++) {
+	if (!s || !*s)
+		return -EINVAL;
+	for (const char *p = s; *p; p++)
 		if (*p < '0' || *p > '9')
-			return -1;
-		v = v * 10 + (unsigned long)(*p - '0');
+			return -EINVAL;
+	if (strlen(s) > 10)
+		return -ERANGE;
+	for (const char *p = s; *p; p++) {
+		unsigned long d = (unsigned long)(*p - '0');
+
+		if (v > (ULONG_MAX - d) / 10)
+			return -ERANGE;
+		v = v * 10 + d;
 	}
 	if (v > max)
-		return -1;
+		return -ERANGE;
 	*out = v;
 	return 0;
 }
@@ -30,9 +38,15 @@ int tlsh_parse_uint(const char *s, unsigned long max, unsigned long *out)
 int tlsh_parse_serial(const char *s, int32_t *out)
 {
 	unsigned long v;
+	int ret;
 
-	if (!s || s[0] == '0' || tlsh_parse_uint(s, INT32_MAX, &v) < 0 || v == 0)
-		return -1;
+	if (!s || (s[0] == '0' && s[1] != '\0'))
+		return -EINVAL;		/* a leading zero */
+	ret = tlsh_parse_uint(s, INT32_MAX, &v);
+	if (ret < 0)
+		return ret;
+	if (v == 0)
+		return -ERANGE;
 	*out = (int32_t)v;
 	return 0;
 }
@@ -48,7 +62,7 @@ int tlsh_parse_bool(const char *s)
 		if (strcasecmp(s, no[i]) == 0)
 			return 0;
 	}
-	return -1;
+	return -EINVAL;
 }
 
 uint64_t tlsh_now_us(void)
@@ -64,42 +78,42 @@ uint64_t tlsh_now_ms(void)
 	return tlsh_now_us() / 1000u;
 }
 
-int tlsh_ip_literal(const char *s, unsigned char addr[16], size_t *len)
+bool tlsh_ip_literal(const char *s, unsigned char addr[16], size_t *len)
 {
 	if (inet_pton(AF_INET, s, addr) == 1) {
 		*len = 4;
-		return 1;
+		return true;
 	}
 	if (inet_pton(AF_INET6, s, addr) == 1) {
 		*len = 16;
-		return 1;
+		return true;
 	}
-	return 0;
+	return false;
 }
 
-int tlsh_valid_dns_name(const char *s)
+bool tlsh_valid_dns_name(const char *s)
 {
 	size_t total = strlen(s), label = 0;
 
 	if (total == 0 || total > 253 || s[0] == '.')
-		return 0;
+		return false;
 	for (const char *p = s; *p; p++) {
 		if (*p == '.') {
 			if (label == 0)
-				return 0;
+				return false;
 			label = 0;
 			continue;
 		}
 		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
 		      (*p >= '0' && *p <= '9') || *p == '-' || *p == '_'))
-			return 0;
+			return false;
 		/* no label starts or ends with a hyphen */
 		if (*p == '-' && (label == 0 || p[1] == '.' || p[1] == '\0'))
-			return 0;
+			return false;
 		if (++label > 63)
-			return 0;
+			return false;
 	}
-	return 1;
+	return true;
 }
 
 int tlsh_normalize_peername(const char *in, char *out, size_t outlen)
@@ -107,14 +121,16 @@ int tlsh_normalize_peername(const char *in, char *out, size_t outlen)
 	unsigned char addr[16];
 	size_t len = strlen(in), alen;
 
-	if (len == 0 || len >= outlen)
-		return -1;
+	if (len == 0)
+		return -EINVAL;
+	if (len >= outlen)
+		return -ENAMETOOLONG;
 	if (in[0] == '[' && in[len - 1] == ']') {
 		memcpy(out, in + 1, len - 2);
 		out[len - 2] = '\0';
 		if (inet_pton(AF_INET6, out, addr) == 1)
 			return 0;
-		return -1;
+		return -EINVAL;
 	}
 	if (tlsh_ip_literal(in, addr, &alen) || tlsh_valid_dns_name(in)) {
 		memcpy(out, in, len + 1);
@@ -122,26 +138,26 @@ int tlsh_normalize_peername(const char *in, char *out, size_t outlen)
 			out[len - 1] = '\0';
 		return 0;
 	}
-	return -1;
+	return -EINVAL;
 }
 
-int tlsh_valid_token(const char *s, size_t max)
+bool tlsh_valid_token(const char *s, size_t max)
 {
 	size_t n = strlen(s);
 
 	if (n == 0 || n > max)
-		return 0;
+		return false;
 	for (; *s; s++)
 		if ((unsigned char)*s <= 0x20 || (unsigned char)*s >= 0x7f)
-			return 0;
-	return 1;
+			return false;
+	return true;
 }
 
 int tlsh_copy_string(char *dst, size_t dstlen, const char *src)
 {
 	int n = snprintf(dst, dstlen, "%s", src);
 
-	return (n < 0 || (size_t)n >= dstlen) ? -1 : 0;
+	return (n < 0 || (size_t)n >= dstlen) ? -E2BIG : 0;
 }
 
 int tlsh_read_file(const char *path, size_t max, unsigned char **buf, size_t *len)
@@ -152,11 +168,11 @@ int tlsh_read_file(const char *path, size_t max, unsigned char **buf, size_t *le
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return errno;
+		return -errno;
 	b = malloc(max + 1);
 	if (!b) {
 		close(fd);
-		return ENOMEM;
+		return -ENOMEM;
 	}
 	for (;;) {
 		ssize_t r = read(fd, b + used, max + 1 - used);
@@ -164,14 +180,14 @@ int tlsh_read_file(const char *path, size_t max, unsigned char **buf, size_t *le
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
-			err = errno;
+			err = -errno;
 			break;
 		}
 		if (r == 0)
 			break;
 		used += (size_t)r;
 		if (used > max) {
-			err = EFBIG;
+			err = -EFBIG;
 			break;
 		}
 	}

@@ -101,7 +101,7 @@ for o in "$H"/*.o; do
 	case $(basename "$o") in main.o | fault-testing.o) ;; *) objs+=("$o") ;; esac
 done
 built=1
-for t in config keyring handshake listener; do
+for t in config keyring handshake listener util; do
 	# shellcheck disable=SC2086
 	if ! cc $tcflags -I"$H" -o "$tmp/test_$t" "$U/test_$t.c" "${objs[@]}" $tlibs \
 		>> "$tmp/build.log" 2>&1; then
@@ -199,6 +199,7 @@ if [ $built = 1 ]; then
 	relay_prog test_keyring "$tmp/test_keyring" "$pki"
 	relay_prog test_handshake "$tmp/test_handshake" "$pki"
 	relay_prog test_listener "$tmp/test_listener"
+	relay_prog test_util "$tmp/test_util"
 fi
 
 # --- gnutls-serv --------------------------------------------------------

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * tlsh-helper.conf parsing: defaults, a complete good file, and the exact
- * "FILE:LINE: message" of each kind of malformed file.  Also the
- * effective priority strings GnuTLS must accept.
+ * "FILE:LINE: message" and -errno of each kind of malformed file.  Also
+ * the effective priority strings GnuTLS must accept.
  *
  *   test_config CA_PEM EXAMPLE_CONF
  */
@@ -11,8 +11,11 @@
 #include "log.h"
 #include "tap.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int parse(struct config *c, const char *text, char *err, size_t errlen)
 {
@@ -21,15 +24,54 @@ static int parse(struct config *c, const char *text, char *err, size_t errlen)
 	return tlsh_config_parse(c, "t.conf", text, strlen(text), err, errlen);
 }
 
-static void expect_error(const char *text, const char *want)
+static const char *errno_name(int e)
+{
+	switch (e) {
+	case -EINVAL: return "-EINVAL";
+	case -ERANGE: return "-ERANGE";
+	case -ENOENT: return "-ENOENT";
+	case -EFBIG: return "-EFBIG";
+	default: return "?";
+	}
+}
+
+static void expect_error(const char *text, int code, const char *want)
 {
 	struct config c;
 	char err[1024];
 	int r = parse(&c, text, err, sizeof(err));
 
-	CHECK(r < 0 && strcmp(err, want) == 0, "malformed config gives '%s'", want);
-	if (r == 0 || strcmp(err, want) != 0)
+	CHECK(r == code && strcmp(err, want) == 0, "malformed config gives %s, '%s'",
+	      errno_name(code), want);
+	if (r != code || strcmp(err, want) != 0)
 		DIAG("got r=%d '%s'", r, err);
+}
+
+/* A file one byte larger than the configuration's limit (1 MiB): -EFBIG */
+static void too_large(void)
+{
+	char path[] = "/tmp/tlsh-test-config.XXXXXX", err[1024] = "", line[4096];
+	struct config c;
+	size_t left = 1024 * 1024 + 1;
+	int fd = mkstemp(path), r = 0;
+
+	memset(line, '#', sizeof(line));
+	line[sizeof(line) - 1] = '\n';
+	while (fd >= 0 && left) {
+		size_t n = left < sizeof(line) ? left : sizeof(line);
+
+		if (write(fd, line, n) != (ssize_t)n)
+			break;
+		left -= n;
+	}
+	if (fd >= 0) {
+		close(fd);
+		tlsh_config_defaults(&c);
+		r = tlsh_config_load(&c, path, 1, err, sizeof(err));
+		unlink(path);
+	}
+	CHECK(fd >= 0 && left == 0 && r == -EFBIG && strstr(err, ": file too large"),
+	      "a configuration file over 1 MiB: -EFBIG, 'file too large'");
 }
 
 int main(int argc, char **argv)
@@ -49,8 +91,9 @@ int main(int argc, char **argv)
 	      c.priorities[0] == '\0',
 	      "a missing default config file means defaults");
 	r = tlsh_config_load(&c, "/nonexistent/tlsh-helper.conf", 1, err, sizeof(err));
-	CHECK(r < 0 && strcmp(err, "/nonexistent/tlsh-helper.conf: cannot read: No such file or directory") == 0,
-	      "a missing explicit config file is an error");
+	CHECK(r == -ENOENT && strcmp(err, "/nonexistent/tlsh-helper.conf: cannot read: No such file or directory") == 0,
+	      "a missing explicit config file is an error: -ENOENT");
+	too_large();
 
 	/* a complete good file */
 	snprintf(text, sizeof(text),
@@ -85,59 +128,70 @@ int main(int argc, char **argv)
 	CHECK(r == 0 && c.idle_timeout == 5, "an empty file means defaults");
 
 	/* malformed files: exact FILE:LINE: message */
-	expect_error("[global]\nfoo = 1\n", "t.conf:2: unknown key 'foo'");
-	expect_error("idle-timeout = abc\n",
+	expect_error("[global]\nfoo = 1\n", -EINVAL, "t.conf:2: unknown key 'foo'");
+	expect_error("idle-timeout = abc\n", -EINVAL,
 		     "t.conf:1: bad value for idle-timeout: 'abc': expected seconds, 0..86400");
-	expect_error("idle-timeout = -1\n",
+	expect_error("idle-timeout = -1\n", -EINVAL,
 		     "t.conf:1: bad value for idle-timeout: '-1': expected seconds, 0..86400");
-	expect_error("idle-timeout = 86401\n",
+	expect_error("idle-timeout = 86401\n", -ERANGE,
 		     "t.conf:1: bad value for idle-timeout: '86401': expected seconds, 0..86400");
-	expect_error("\n\nhandshake-timeout = 0\n",
+	expect_error("\n\nhandshake-timeout = 0\n", -ERANGE,
 		     "t.conf:3: bad value for handshake-timeout: '0': expected seconds, 1..600");
-	expect_error("tls12 = maybe\n",
+	expect_error("tls12 = maybe\n", -EINVAL,
 		     "t.conf:1: bad value for tls12: 'maybe': expected yes or no");
-	expect_error("encryption-only = 2\n",
+	expect_error("encryption-only = 2\n", -EINVAL,
 		     "t.conf:1: bad value for encryption-only: '2': expected yes or no");
-	expect_error("log-level = loud\n",
+	expect_error("log-level = loud\n", -EINVAL,
 		     "t.conf:1: bad value for log-level: 'loud': expected error, warning, info or debug");
-	expect_error("[server]\n",
+	expect_error("[server]\n", -EINVAL,
 		     "t.conf:1: unknown section '[server]' (only [global] is allowed)");
-	expect_error("[global\n", "t.conf:1: syntax error: expected '[section]'");
-	expect_error("# c\n\nthis is not valid\n",
+	expect_error("[global\n", -EINVAL, "t.conf:1: syntax error: expected '[section]'");
+	expect_error("# c\n\nthis is not valid\n", -EINVAL,
 		     "t.conf:3: syntax error: expected 'key = value'");
-	expect_error("= 5\n", "t.conf:1: syntax error: missing key before '='");
-	expect_error("tls12 = yes\ntls12 = no\n",
+	expect_error("= 5\n", -EINVAL, "t.conf:1: syntax error: missing key before '='");
+	expect_error("tls12 = yes\ntls12 = no\n", -EINVAL,
 		     "t.conf:2: duplicate key 'tls12' (already set on line 1)");
-	expect_error("crl =\n", "t.conf:1: missing value for 'crl'");
-	expect_error("trust-store = ca.pem\n",
+	expect_error("crl =\n", -EINVAL, "t.conf:1: missing value for 'crl'");
+	expect_error("trust-store = ca.pem\n", -EINVAL,
 		     "t.conf:1: bad value for trust-store: 'ca.pem': must be an absolute path");
-	expect_error("trust-store = /nonexistent/ca.pem\n",
+	expect_error("trust-store = /nonexistent/ca.pem\n", -ENOENT,
 		     "t.conf:1: bad value for trust-store: '/nonexistent/ca.pem': No such file or directory");
-	expect_error("priorities = NORMAL:+FOO-BAR\n",
+	expect_error("priorities = NORMAL:+FOO-BAR\n", -EINVAL,
 		     "t.conf:1: bad value for priorities: 'NORMAL:+FOO-BAR': invalid priority string at '+FOO-BAR'");
-	expect_error("priorities = NORMAL SECURE\n",
+	expect_error("priorities = NORMAL SECURE\n", -EINVAL,
 		     "t.conf:1: bad value for priorities: 'NORMAL SECURE': must be 1..1024 printable characters without spaces");
 	{
 		static const char nul[] = "tls12 = yes\n\0\n";
 
 		tlsh_config_defaults(&c);
 		r = tlsh_config_parse(&c, "t.conf", nul, sizeof(nul) - 1, err, sizeof(err));
-		CHECK(r < 0 && strcmp(err, "t.conf: contains a NUL byte") == 0,
-		      "a NUL byte makes the file invalid");
+		CHECK(r == -EINVAL && strcmp(err, "t.conf: contains a NUL byte") == 0,
+		      "a NUL byte makes the file invalid: -EINVAL");
 	}
 	{
 		char *big = malloc(5000);
 
 		memset(big, 'a', 4999);
 		big[4999] = '\0';
-		expect_error(big, "t.conf:1: line too long");
+		expect_error(big, -EINVAL, "t.conf:1: line too long");
 		free(big);
 	}
 
 	/* effective priorities: all must be accepted by gnutls_priority_init */
 	r = tlsh_config_check_priorities(TLSH_DEFAULT_PRIORITIES, err, sizeof(err));
 	CHECK(r == 0, "the built-in default priority string is valid for GnuTLS");
+	r = tlsh_config_check_priorities("NORMAL:+FOO-BAR", err, sizeof(err));
+	CHECK(r == -EINVAL && strcmp(err, "invalid priority string at '+FOO-BAR'") == 0,
+	      "a priority string GnuTLS refuses: -EINVAL");
+	CHECK(tlsh_config_priority_appends("-VERS-ALL") &&
+	      !tlsh_config_priority_appends("NORMAL") && !tlsh_config_priority_appends(""),
+	      "modifiers-only priority strings are appended to the system's default");
+	CHECK(tlsh_log_level_from_name("debug") == TLSH_LOG_DEBUG &&
+	      tlsh_log_level_from_name("loud") == -EINVAL,
+	      "log level names: the level, or -EINVAL");
 	tlsh_config_defaults(&c);
+	CHECK(tlsh_hs_priorities(&c, NULL, TLSH_TYPE_CLIENTHELLO_X509, prio, 16) == -E2BIG,
+	      "an effective priority string that does not fit: -E2BIG");
 	tlsh_hs_priorities(&c, NULL, TLSH_TYPE_CLIENTHELLO_X509, prio, sizeof(prio));
 	snprintf(want, sizeof(want), "%s:-VERS-TLS1.2", TLSH_DEFAULT_PRIORITIES);
 	CHECK(strcmp(prio, want) == 0 && tlsh_config_check_priorities(prio, err, sizeof(err)) == 0,

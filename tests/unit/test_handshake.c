@@ -449,14 +449,14 @@ static void error_cases(void)
 	dt = tlsh_now_ms() - t0;
 	tlsh_hs_session_free(&hs);
 	finish(&sv, cfd);
-	CHECK(r == ETIMEDOUT && strcmp(err, "handshake timed out after 400 ms") == 0 &&
+	CHECK(r == -ETIMEDOUT && strcmp(err, "handshake timed out after 400 ms") == 0 &&
 	      dt >= 350 && dt < 1500,
-	      "a silent peer: ETIMEDOUT at the deadline (%llu ms)", (unsigned long long)dt);
+	      "a silent peer: -ETIMEDOUT at the deadline (%llu ms)", (unsigned long long)dt);
 
 	hp = psk_params(&p, prio13, 0);
 	r = tlsh_hs_run(&hs, -1, &hp, err, sizeof(err));
 	tlsh_hs_session_free(&hs);
-	CHECK(r == ETIMEDOUT, "no time left (TLSH_TIMEOUT_MS 0): ETIMEDOUT without a handshake");
+	CHECK(r == -ETIMEDOUT, "no time left (TLSH_TIMEOUT_MS 0): -ETIMEDOUT without a handshake");
 
 	/* wrong PSK: the server aborts with a fatal alert */
 	p.key[0] ^= 0xff;
@@ -465,8 +465,8 @@ static void error_cases(void)
 	r = tlsh_hs_run(&hs, cfd, &hp, err, sizeof(err));
 	tlsh_hs_session_free(&hs);
 	finish(&sv, cfd);
-	CHECK(r == EACCES && strncmp(err, "peer sent fatal alert: ", 23) == 0,
-	      "wrong PSK: EACCES, '%s'", err);
+	CHECK(r == -EACCES && strncmp(err, "peer sent fatal alert: ", 23) == 0,
+	      "wrong PSK: -EACCES, '%s'", err);
 	p.key[0] ^= 0xff;
 
 	/* a cipher kTLS cannot take */
@@ -476,20 +476,20 @@ static void error_cases(void)
 	r = tlsh_hs_run(&hs, cfd, &hp, err, sizeof(err));
 	tlsh_hs_session_free(&hs);
 	finish(&sv, cfd);
-	CHECK(r == EPROTO && strcmp(err, "negotiated cipher AES-128-CBC is not supported by kTLS") == 0,
-	      "a cipher kTLS cannot take: EPROTO, '%s'", err);
+	CHECK(r == -EPROTO && strcmp(err, "negotiated cipher AES-128-CBC is not supported by kTLS") == 0,
+	      "a cipher kTLS cannot take: -EPROTO, '%s'", err);
 
 	/* a PSK handshake without a PSK */
 	hp = psk_params(NULL, prio13, 3000);
 	r = tlsh_hs_run(&hs, -1, &hp, err, sizeof(err));
 	tlsh_hs_session_free(&hs);
-	CHECK(r == EINVAL && strcmp(err, "PSK handshake without a PSK") == 0,
-	      "PSK handshake without a key: EINVAL");
+	CHECK(r == -EINVAL && strcmp(err, "PSK handshake without a PSK") == 0,
+	      "PSK handshake without a key: -EINVAL");
 	hp.type = 7;
 	r = tlsh_hs_run(&hs, -1, &hp, err, sizeof(err));
 	tlsh_hs_session_free(&hs);
-	CHECK(r == EINVAL && strcmp(err, "unsupported handshake type 7") == 0,
-	      "unknown handshake type: EINVAL");
+	CHECK(r == -EINVAL && strcmp(err, "unsupported handshake type 7") == 0,
+	      "unknown handshake type: -EINVAL");
 }
 
 static void x509_cases(void)
@@ -532,9 +532,9 @@ static void x509_cases(void)
 	r = tlsh_hs_run(&hs, cfd, &hp, err, sizeof(err));
 	tlsh_hs_session_free(&hs);
 	finish(&sv, cfd);
-	CHECK(r == EKEYREJECTED &&
+	CHECK(r == -EKEYREJECTED &&
 	      strcmp(err, "certificate for other.test not trusted: name does not match") == 0,
-	      "x509: wrong name: EKEYREJECTED, '%s'", err);
+	      "x509: wrong name: -EKEYREJECTED, '%s'", err);
 }
 
 int main(int argc, char **argv)

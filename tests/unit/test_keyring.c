@@ -94,27 +94,27 @@ static void test_buffers(void)
 	CHECK(r == 0 && n == 1, "DER certificate payload");
 	memset(&x, 0, sizeof(x));
 	r = tlsh_keyring_parse_certs(&x, (const unsigned char *)"garbage", 7, err, sizeof(err));
-	CHECK(r == EINVAL && strstr(err, "not a PEM or DER X.509 certificate"),
+	CHECK(r == -EINVAL && strstr(err, "not a PEM or DER X.509 certificate"),
 	      "garbage certificate payload: '%s'", err);
 	r = tlsh_keyring_parse_certs(&x, (const unsigned char *)"", 0, err, sizeof(err));
-	CHECK(r == EINVAL && strcmp(err, "certificate payload is empty") == 0,
+	CHECK(r == -EINVAL && strcmp(err, "certificate payload is empty") == 0,
 	      "empty certificate payload is refused");
 	r = tlsh_keyring_parse_certs(&x, (const unsigned char *)"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
 				     63, err, sizeof(err));
-	CHECK(r == EINVAL && strstr(err, "bad PEM certificate"), "broken PEM certificate: '%s'", err);
+	CHECK(r == -EINVAL && strstr(err, "bad PEM certificate"), "broken PEM certificate: '%s'", err);
 
 	CHECK(pair("srv.pem", "srv.key", err, sizeof(err)) == 0,
 	      "PEM private key matching the certificate");
 	CHECK(pair("srv.der", "srv.key.der", err, sizeof(err)) == 0,
 	      "DER private key matching the DER certificate");
 	r = pair("srv.pem", "other.key", err, sizeof(err));
-	CHECK(r == EINVAL && strcmp(err, "client certificate and private key do not match") == 0,
+	CHECK(r == -EINVAL && strcmp(err, "client certificate and private key do not match") == 0,
 	      "a private key of another certificate is refused");
 	r = pair("srv.pem", "enc.key", err, sizeof(err));
-	CHECK(r == EINVAL && strstr(err, "encrypted"), "an encrypted private key is refused: '%s'", err);
+	CHECK(r == -EINVAL && strstr(err, "encrypted"), "an encrypted private key is refused: '%s'", err);
 	memset(&x, 0, sizeof(x));
 	r = tlsh_keyring_parse_privkey(&x, (const unsigned char *)"\x30\x03\x02\x01\x00", 5, err, sizeof(err));
-	CHECK(r == EINVAL && strstr(err, "not a DER private key"), "garbage private key: '%s'", err);
+	CHECK(r == -EINVAL && strstr(err, "not a DER private key"), "garbage private key: '%s'", err);
 
 	r = psk("client1:" HEX32, NULL, &p, err, sizeof(err));
 	CHECK(r == 0 && strcmp(p.identity, "client1") == 0 && p.keylen == 32 &&
@@ -127,25 +127,25 @@ static void test_buffers(void)
 	CHECK(r == 0 && strcmp(p.identity, "b") == 0 && p.keylen == 16 && p.key[0] == 0xff,
 	      "PSK file: the entry of the requested identity");
 	r = psk("a:" HEX32 "\nb:" HEX32 "\n", NULL, &p, err, sizeof(err));
-	CHECK(r == EINVAL && strcmp(err, "more than one PSK entry") == 0,
+	CHECK(r == -EINVAL && strcmp(err, "more than one PSK entry") == 0,
 	      "PSK payload with two entries is refused");
 	r = psk("a:" HEX32 "\n", "zz", &p, err, sizeof(err));
-	CHECK(r == EINVAL && strcmp(err, "no PSK for identity 'zz'") == 0,
+	CHECK(r == -EINVAL && strcmp(err, "no PSK for identity 'zz'") == 0,
 	      "PSK file without the identity: '%s'", err);
 	r = psk(HEX32, NULL, &p, err, sizeof(err));
-	CHECK(r == EINVAL && strcmp(err, "PSK line 1: expected IDENTITY:HEXKEY") == 0,
+	CHECK(r == -EINVAL && strcmp(err, "PSK line 1: expected IDENTITY:HEXKEY") == 0,
 	      "PSK payload without an identity");
 	r = psk(":" HEX32, NULL, &p, err, sizeof(err));
-	CHECK(r == EINVAL && strstr(err, "identity must be 1..128 bytes"), "PSK with an empty identity");
+	CHECK(r == -EINVAL && strstr(err, "identity must be 1..128 bytes"), "PSK with an empty identity");
 	r = psk("id:0011", NULL, &p, err, sizeof(err));
-	CHECK(r == EINVAL && strstr(err, "key must be 16..64 bytes"), "PSK shorter than 16 bytes is refused");
+	CHECK(r == -EINVAL && strstr(err, "key must be 16..64 bytes"), "PSK shorter than 16 bytes is refused");
 	r = psk("id:" HEX32 "0", NULL, &p, err, sizeof(err));
-	CHECK(r == EINVAL && strstr(err, "key must be 16..64 bytes"), "PSK with an odd number of hex digits");
+	CHECK(r == -EINVAL && strstr(err, "key must be 16..64 bytes"), "PSK with an odd number of hex digits");
 	r = psk("id:" "zz0102030405060708090a0b0c0d0e0f", NULL, &p, err, sizeof(err));
-	CHECK(r == EINVAL && strcmp(err, "PSK line 1: key is not hexadecimal") == 0 &&
+	CHECK(r == -EINVAL && strcmp(err, "PSK line 1: key is not hexadecimal") == 0 &&
 	      p.keylen == 0 && p.key[1] == 0, "PSK with non-hex digits (and nothing left behind)");
 	r = psk("my id:" HEX32, NULL, &p, err, sizeof(err));
-	CHECK(r == EINVAL && strstr(err, "printable ASCII"), "PSK identity with a space");
+	CHECK(r == -EINVAL && strstr(err, "printable ASCII"), "PSK identity with a space");
 	CHECK(strstr(err, "0001020304") == NULL, "PSK error messages do not contain key material");
 	tlsh_keyring_psk_clear(&p);
 }
@@ -203,23 +203,23 @@ static void test_keyring(void)
 
 	memset(&x, 0, sizeof(x));
 	r = tlsh_keyring_load_x509(&x, kk, kc, err, sizeof(err));
-	CHECK(r == EINVAL && strstr(err, "certificate key") && strstr(err, "bad PEM certificate"),
+	CHECK(r == -EINVAL && strstr(err, "certificate key") && strstr(err, "bad PEM certificate"),
 	      "certificate and key serials swapped: '%s'", err);
 	tlsh_keyring_x509_free(&x);
 
 	r = tlsh_keyring_read(2147483000, &buf, &len, err, sizeof(err));
-	CHECK(r == ENOKEY && strcmp(err, "cannot read key 2147483000: Required key not available") == 0,
+	CHECK(r == -ENOKEY && strcmp(err, "cannot read key 2147483000: Required key not available") == 0,
 	      "a serial that does not exist: '%s'", err);
 	r = tlsh_keyring_read(ring, &buf, &len, err, sizeof(err));
 	snprintf((char *)cert, cl, "key %d is of type 'keyring', expected 'user' or 'big_key'", ring);
-	CHECK(r == EINVAL && strcmp(err, (char *)cert) == 0, "a keyring serial is refused: '%s'", err);
+	CHECK(r == -EINVAL && strcmp(err, (char *)cert) == 0, "a keyring serial is refused: '%s'", err);
 	r = tlsh_keyring_read(-3, &buf, &len, err, sizeof(err));
-	CHECK(r == EINVAL && strcmp(err, "invalid key serial -3") == 0,
+	CHECK(r == -EINVAL && strcmp(err, "invalid key serial -3") == 0,
 	      "special (negative) serials are refused");
 	/* possessor may view but not read */
 	if (keyctl_setperm(kp, KEY_POS_VIEW | KEY_USR_VIEW) == 0) {
 		r = tlsh_keyring_load_psk(&p, kp, err, sizeof(err));
-		CHECK(r == EACCES && strncmp(err, "PSK key", 7) != 0 &&
+		CHECK(r == -EACCES && strncmp(err, "PSK key", 7) != 0 &&
 		      strstr(err, "Permission denied"),
 		      "a key without read permission: '%s'", err);
 	} else {
