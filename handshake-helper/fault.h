@@ -8,9 +8,11 @@
  * point named by the environment variable TLSH_HELPER_FAULT:
  *
  *   before-bind     -k mode, after assuming authority over the key and
- *                   before binding the AF_TLSH listener
- *   mid-handshake   after the server's ServerHello has been received
- *   after-tx        after TLS_TX has been set and before TLS_RX
+ *                   before binding the AF_TLSH listener (the agent)
+ *   mid-handshake   after the server's ServerHello has been received (the
+ *                   handshake's process: the accept loop logs its death)
+ *   after-tx        after TLS_TX has been set and before TLS_RX (the
+ *                   handshake's process)
  *
  * In tlsh-helper (what "make install" installs) both functions do
  * nothing and the environment is not looked at.

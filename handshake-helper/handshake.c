@@ -2,11 +2,11 @@
 /*
  * Client-side TLS handshake with GnuTLS.
  *
- * One shared certificate credential holds the trust store; a client
- * certificate is handed out per session through the retrieve callback, so
- * concurrent handshakes with different client certificates share it.  The
- * handshake runs on a non-blocking fd with poll() and an absolute deadline,
- * so a stalled peer costs nothing but its own thread.
+ * One certificate credential holds the trust store, loaded once at
+ * start-up (every handshake process inherits it); a client certificate is
+ * handed out per session through the retrieve callback.  The handshake
+ * runs on a non-blocking fd with poll() and an absolute deadline, so a
+ * stalled peer costs nothing but its own handshake process.
  */
 #include "fault.h"
 #include "handshake.h"

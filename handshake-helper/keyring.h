@@ -68,13 +68,14 @@ int tlsh_keyring_parse_psk(struct tlsh_psk *psk, const unsigned char *buf,
 void tlsh_keyring_psk_clear(struct tlsh_psk *psk);
 
 /*
- * Where an agent thread finds the keys a request names.  With a keyring
- * from TLSH_KEYRING (which the kernel made this thread possess when it was
- * read), every serial must be a member of it: tlsh_keyring_member() says so, or
- * fails with -EACCES.  Without one (a kernel consumer that names serials
- * directly), tlsh_keyring_use_user_keyring() links root's user keyring into the
- * calling thread's keyring, for that thread only.  0 or -errno
- * with a message in err.
+ * Where a handshake process finds the keys a request names.  With a keyring
+ * from TLSH_KEYRING (which the kernel made the reading thread, the
+ * process's only one, possess when it was read), every serial must be a
+ * member of it: tlsh_keyring_member() says so, or fails with -EACCES.
+ * Without one (a kernel consumer that names serials directly),
+ * tlsh_keyring_use_user_keyring() links root's user keyring into the
+ * calling thread's keyring, for that thread only.  0 or -errno with a
+ * message in err.
  */
 int tlsh_keyring_member(int32_t keyring, int32_t serial, char *err,
 			size_t errlen);

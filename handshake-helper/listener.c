@@ -2,12 +2,14 @@
 /*
  * AF_TLSH listener and accept loop.
  *
- * A thread per accepted handshake: GnuTLS runs each handshake against its
- * own deadline, so one stalled peer never delays the others.  The main
- * thread only polls the listener, a signalfd and an eventfd the workers
- * poke when they finish, and keeps the idle clock: it counts from the last
- * finished handshake (or from the start), and only while none is in
- * flight.
+ * A process per accepted handshake (worker.c): each runs its handshake
+ * against its own deadline, so one stalled peer never delays the others,
+ * and one that crashes takes no other handshake, and no other's keys, with
+ * it.  The accept loop, the process's only thread, polls the listener and
+ * a signalfd (SIGTERM, SIGINT, SIGHUP; SIGCHLD when a handshake process
+ * ends, which it reaps), and keeps the idle clock: it counts from the
+ * last finished handshake (or from the start), and only while none is in
+ * flight.  It never reads a request or a key.
  */
 #include "listener.h"
 #include "log.h"
@@ -15,12 +17,10 @@
 
 #include <errno.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -63,69 +63,29 @@ int tlsh_listener_open(int32_t key, char *err, size_t errlen)
 }
 
 struct lstate {
-	pthread_mutex_t lock;
-	unsigned inflight;
-	uint64_t last_done;
-	int evfd;
-	listener_handler handler;
+	unsigned inflight;		/* handshake processes not reaped yet */
+	uint64_t last_done;		/* tlsh_now_ms() when one last ended */
+	tlsh_worker_fn handler;
 	void *arg;
+	int fds[2];			/* listener, signalfd: the loop's only */
 };
 
-struct job {
-	struct lstate *ls;
-	int fd;
-};
-
-static void *worker(void *a)
+/* SIGTERM, SIGINT, SIGHUP: stop; SIGCHLD: a handshake process ended */
+static void loop_signals(sigset_t *set)
 {
-	struct job *j = a;
-	struct lstate *ls = j->ls;
-	uint64_t one = 1;
-
-	ls->handler(j->fd, ls->arg);
-	free(j);
-	pthread_mutex_lock(&ls->lock);
-	ls->inflight--;
-	ls->last_done = tlsh_now_ms();
-	pthread_mutex_unlock(&ls->lock);
-	if (write(ls->evfd, &one, sizeof(one)) < 0) {
-		/* the counter is also re-read on the next poll timeout */
-	}
-	return NULL;
-}
-
-static int spawn(struct lstate *ls, pthread_attr_t *attr, int fd)
-{
-	struct job *j = malloc(sizeof(*j));
-	pthread_t t;
-	int e;
-
-	if (!j)
-		return -ENOMEM;
-	j->ls = ls;
-	j->fd = fd;
-	pthread_mutex_lock(&ls->lock);
-	ls->inflight++;
-	pthread_mutex_unlock(&ls->lock);
-	e = pthread_create(&t, attr, worker, j);
-	if (e) {
-		pthread_mutex_lock(&ls->lock);
-		ls->inflight--;
-		pthread_mutex_unlock(&ls->lock);
-		free(j);
-	}
-	return -e;
+	sigemptyset(set);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGHUP);
+	sigaddset(set, SIGCHLD);
 }
 
 void tlsh_listener_block_signals(void)
 {
 	sigset_t set;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	loop_signals(&set);
+	sigprocmask(SIG_BLOCK, &set, NULL);
 }
 
 /* What accept_some() leaves the accept loop with */
@@ -136,23 +96,21 @@ enum accept_state {
 };
 
 /*
- * Accept what is queued.  Returns an enum accept_state, or the -errno of
- * a fatal accept() error.
+ * Accept what is queued, a handshake process for each.  Returns an enum
+ * accept_state, or the -errno of a fatal accept() error.
  */
-static int accept_some(int lfd, struct lstate *ls, pthread_attr_t *attr)
+static int accept_some(int lfd, struct lstate *ls)
 {
 	for (;;) {
-		unsigned inflight;
-		int fd, e;
+		pid_t pid;
+		int fd;
 
-		pthread_mutex_lock(&ls->lock);
-		inflight = ls->inflight;
-		pthread_mutex_unlock(&ls->lock);
-		if (inflight >= LISTENER_MAX_INFLIGHT)
+		if (ls->inflight >= LISTENER_MAX_INFLIGHT)
 			return ACCEPT_DRAINED;
 		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0) {
-			e = errno;
+			int e = errno;
+
 			switch (e) {
 			case EAGAIN:
 				return ACCEPT_DRAINED;
@@ -174,77 +132,76 @@ static int accept_some(int lfd, struct lstate *ls, pthread_attr_t *attr)
 				return -e;
 			}
 		}
-		e = spawn(ls, attr, fd);
-		if (e) {
-			log_err("cannot start a handshake thread: %s", strerror(-e));
-			close(fd);
+		pid = tlsh_worker_start(fd, ls->fds, 2, ls->handler, ls->arg);
+		if (pid < 0) {
+			/* its socket is closed: the kernel fails it */
+			log_err("cannot start a handshake process: %s",
+				strerror((int)-pid));
 			return ACCEPT_BACKOFF;
 		}
+		ls->inflight++;
 	}
 }
 
-int tlsh_listener_run(int lfd, unsigned idle_s, listener_handler handler,
+/* Read the signals queued; returns the last that asks us to stop, or 0
+ * (SIGCHLD only: tlsh_worker_reap() finds which processes ended) */
+static unsigned int read_signals(int sigfd)
+{
+	struct signalfd_siginfo si;
+	unsigned int stop = 0;
+
+	while (read(sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+		if (si.ssi_signo != SIGCHLD)
+			stop = si.ssi_signo;
+	return stop;
+}
+
+int tlsh_listener_run(int lfd, unsigned idle_s, tlsh_worker_fn handler,
 		      void *arg)
 {
 	struct lstate ls = { .handler = handler, .arg = arg };
 	uint64_t idle_ms = (uint64_t)idle_s * 1000u, backoff_until = 0;
-	pthread_attr_t attr;
 	sigset_t set;
 	int sigfd, e, stopping = 0, ret = 0;
 
-	pthread_mutex_init(&ls.lock, NULL);
 	ls.last_done = tlsh_now_ms();
-	ls.evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	/* children are reaped here, not ignored (an inherited SIG_IGN
+	 * would have the kernel reap them, unseen) */
+	signal(SIGCHLD, SIG_DFL);
 	tlsh_listener_block_signals();
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
+	loop_signals(&set);
 	sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-	if (ls.evfd < 0 || sigfd < 0) {
+	if (sigfd < 0) {
 		e = errno;
-		log_err("eventfd/signalfd: %s", strerror(e));
+		log_err("signalfd: %s", strerror(e));
 		close(lfd);
-		if (ls.evfd >= 0)
-			close(ls.evfd);
-		if (sigfd >= 0)
-			close(sigfd);
 		return -e;
 	}
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 1024 * 1024);
+	ls.fds[0] = lfd;
+	ls.fds[1] = sigfd;
 
 	for (;;) {
-		struct pollfd pfd[3];
-		unsigned inflight;
-		uint64_t last, now = tlsh_now_ms();
-		int timeout = -1, nfds = 2, pr;
-
-		pthread_mutex_lock(&ls.lock);
-		inflight = ls.inflight;
-		last = ls.last_done;
-		pthread_mutex_unlock(&ls.lock);
+		struct pollfd pfd[2];
+		uint64_t now = tlsh_now_ms();
+		int timeout = -1, nfds = 1, pr;
 
 		if (stopping) {
-			if (inflight == 0)
+			if (ls.inflight == 0)
 				break;
-		} else if (idle_ms && inflight == 0) {
-			if (now - last >= idle_ms) {
+		} else if (idle_ms && ls.inflight == 0) {
+			if (now - ls.last_done >= idle_ms) {
 				log_info("idle for %u s, exiting", idle_s);
 				break;
 			}
-			timeout = (int)(idle_ms - (now - last));
+			timeout = (int)(idle_ms - (now - ls.last_done));
 		}
-		pfd[0].fd = ls.evfd;
+		pfd[0].fd = sigfd;
 		pfd[0].events = POLLIN;
-		pfd[1].fd = sigfd;
-		pfd[1].events = POLLIN;
-		if (!stopping && inflight < LISTENER_MAX_INFLIGHT) {
+		if (!stopping && ls.inflight < LISTENER_MAX_INFLIGHT) {
 			if (now >= backoff_until) {
-				pfd[2].fd = lfd;
-				pfd[2].events = POLLIN;
-				nfds = 3;
+				pfd[1].fd = lfd;
+				pfd[1].events = POLLIN;
+				nfds = 2;
 			} else if (timeout < 0 || (uint64_t)timeout > backoff_until - now) {
 				timeout = (int)(backoff_until - now);
 			}
@@ -262,25 +219,24 @@ int tlsh_listener_run(int lfd, unsigned idle_s, listener_handler handler,
 			continue;
 		}
 		if (pfd[0].revents) {
-			uint64_t v;
+			unsigned int n, sig = read_signals(sigfd);
 
-			if (read(ls.evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-				log_debug("eventfd: %s", strerror(errno));
-		}
-		if (pfd[1].revents) {
-			struct signalfd_siginfo si;
-
-			if (read(sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+			if (sig && !stopping) {
 				log_info("signal %u: no new handshakes, exiting after %u in flight",
-					 si.ssi_signo, inflight);
+					 sig, ls.inflight);
 				stopping = 1;
 				/* Queued handshakes go to a fresh upcall. */
 				close(lfd);
-				lfd = -1;
+				lfd = ls.fds[0] = -1;
+			}
+			n = tlsh_worker_reap();
+			if (n) {
+				ls.inflight -= n < ls.inflight ? n : ls.inflight;
+				ls.last_done = tlsh_now_ms();
 			}
 		}
-		if (lfd >= 0 && nfds == 3 && pfd[2].revents) {
-			int r = accept_some(lfd, &ls, &attr);
+		if (lfd >= 0 && nfds == 2 && pfd[1].revents) {
+			int r = accept_some(lfd, &ls);
 
 			if (r == ACCEPT_BACKOFF)
 				backoff_until = tlsh_now_ms() + 100;
@@ -288,16 +244,13 @@ int tlsh_listener_run(int lfd, unsigned idle_s, listener_handler handler,
 				stopping = 1;
 				ret = r < 0 ? r : 0;
 				close(lfd);
-				lfd = -1;
+				lfd = ls.fds[0] = -1;
 			}
 		}
 	}
 	if (lfd >= 0)
 		close(lfd);
-	pthread_attr_destroy(&attr);
 	close(sigfd);
-	close(ls.evfd);
-	pthread_mutex_destroy(&ls.lock);
 	return ret;
 }
 

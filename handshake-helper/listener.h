@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <linux/tls.h>	/* the series' UAPI: struct sockaddr_tlsh */
 
+#include "worker.h"
+
 /* The kernel's address family (include/linux/socket.h): C libraries do
  * not know it yet, and the kernel does not export it to user space. */
 #ifndef AF_TLSH
@@ -15,24 +17,26 @@
 
 #define LISTENER_MAX_INFLIGHT	128
 
-typedef void (*listener_handler)(int fd, void *arg);
-
 /* socket(AF_TLSH), bind(tlsh_key = key, 0 = own namespace), listen().
  * Returns the listening fd or -errno with a message in err. */
 int tlsh_listener_open(int32_t key, char *err, size_t errlen);
 
 /*
- * Accept until idle: each accepted fd is handed to handler(fd, arg) on its
- * own thread; the handler must close it.  Exits when no handshake is in
+ * Accept until idle: each accepted fd is handed to handler(fd, arg) in a
+ * process of its own (tlsh_worker_start()), at most LISTENER_MAX_INFLIGHT
+ * at once; the handler must close it.  Exits when no handshake is in
  * flight and none has finished for idle_s seconds (0 = never), or on
- * SIGTERM/SIGINT/SIGHUP (after the handshakes in flight are done).
- * Closes lfd.  Returns 0, or the -errno of a fatal error (accept(),
- * poll(), signalfd()).
+ * SIGTERM/SIGINT/SIGHUP (after the handshakes in flight are done).  The
+ * caller must have no other thread and no other child.  Closes lfd.
+ * Returns 0, or the -errno of a fatal error (accept(), poll(),
+ * signalfd()).
  */
-int tlsh_listener_run(int lfd, unsigned idle_s, listener_handler handler,
+int tlsh_listener_run(int lfd, unsigned idle_s, tlsh_worker_fn handler,
 		      void *arg);
 
-/* Block the signals tlsh_listener_run() handles; call before any thread. */
+/* Block the signals tlsh_listener_run() reads from its signalfd (SIGTERM,
+ * SIGINT, SIGHUP, SIGCHLD); it does so itself, but a process with other
+ * threads (a test) must before it starts them. */
 void tlsh_listener_block_signals(void);
 
 /* "netns:<inum>:<seq>" -> inum, seq.  0, -EINVAL (malformed) or -ERANGE

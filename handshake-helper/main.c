@@ -186,8 +186,8 @@ static int kernel_mode(int32_t key, const char *cfgpath, long idle, int verbose)
 		to_dev_null();
 		keyctl_assume_authority(0);
 		/* An anonymous session keyring of its own: nothing of
-		 * request-key's.  Keys are possessed per handshake thread only
-		 * (request.c: load_keys()). */
+		 * request-key's.  Keys are possessed per handshake process
+		 * only, in its thread keyring (request.c: load_keys()). */
 		if (keyctl_join_session_keyring(NULL) < 0)
 			log_warn("cannot set up the session keyring: %s",
 				 strerror(errno));

@@ -194,11 +194,12 @@ int tlsh_request_read(int fd, const struct config *cfg, struct tlsh_request *r,
 
 /*
  * Load what the request names.  With a keyring (the kernel made this
- * thread possess it when tlsh_request_read() read TLSH_KEYRING), a serial must
- * be in it: the kernel checked, as the mounting user, that the user may
- * read what it linked there, and nothing else is read.  Without one, the
- * serials come from a kernel consumer that names them directly, and root's
- * user keyring is linked for this thread only.  0 or -errno.
+ * handshake process's thread possess it when tlsh_request_read() read
+ * TLSH_KEYRING), a serial must be in it: the kernel checked, as the
+ * mounting user, that the user may read what it linked there, and nothing
+ * else is read.  Without one, the serials come from a kernel consumer that
+ * names them directly, and root's user keyring is linked for this process
+ * only.  0 or -errno.
  */
 static int load_keys(const struct tlsh_request *r, struct tlsh_x509 *x509,
 		     struct tlsh_psk *psk, char *err, size_t errlen)

@@ -36,7 +36,8 @@ int tlsh_request_read(int fd, const struct config *cfg, struct tlsh_request *r,
 		      char *err, size_t errlen);
 
 /* Serve one handshake on fd and close it; cfg is a const struct config *.
- * Thread-safe. */
+ * Runs in the handshake's own process (worker.c), whose thread keyring
+ * gets the request's keys. */
 void tlsh_request_serve(int fd, void *cfg);
 
 #endif

@@ -101,9 +101,10 @@ for o in "$H"/*.o; do
 	case $(basename "$o") in main.o | fault-testing.o) ;; *) objs+=("$o") ;; esac
 done
 built=1
+# -pthread: test_handshake's TLS server runs on a thread (the helper has none)
 for t in config keyring handshake listener util; do
 	# shellcheck disable=SC2086
-	if ! cc $tcflags -I"$H" -o "$tmp/test_$t" "$U/test_$t.c" "${objs[@]}" $tlibs \
+	if ! cc $tcflags -pthread -I"$H" -o "$tmp/test_$t" "$U/test_$t.c" "${objs[@]}" $tlibs -pthread \
 		>> "$tmp/build.log" 2>&1; then
 		built=0
 	fi
