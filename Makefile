@@ -16,7 +16,7 @@ KOBJ := $(B)/kbuild
 DEPS_OK := $(shell $(TOP)/scripts/deps.sh --check 2>/dev/null && echo yes)
 
 .PHONY: all deps docs kernel uapi helper front kmod certs tools initramfs peer check check-host \
-	check-guest check-debug demo shell bench install deb clean distclean checkpatch
+	check-guest check-debug demo shell bench install deb deb-helper deb-kernel clean distclean checkpatch
 
 all: kernel helper initramfs
 
@@ -114,18 +114,29 @@ bench: $(if $(BENCH_NO_KERNEL),ensure-deps,kernel)
 	@[ "$(BENCH_PEER)" = 0 ] || [ -n "$(filter-out peer,$(BENCH_ONLY))" ] || $(MAKE) -s peer
 	tests/bench/run.sh
 
-# The agent as a Debian package, in build/deb/: dpkg-buildpackage with
-# debhelper (handshake-helper/debian), built against the series' UAPI
-# headers; lintian must find nothing (error or warning).
-deb: ensure-deps uapi
-	@rm -rf $(B)/deb && mkdir -p $(B)/deb
+# Debian packages, in build/deb/ (see docs/packages.md):
+#   deb-helper  the agent: dpkg-buildpackage with debhelper
+#               (handshake-helper/debian), built against the series' UAPI
+#               headers; lintian must find nothing (error or warning)
+#   deb-kernel  linux-image, linux-headers and linux-libc-dev from the
+#               patched tree with the kernel's bindeb-pkg: the bench's
+#               configuration, or KCONFIG=debian for Debian's own
+#   deb         both
+KCONFIG ?= bench
+deb: deb-helper deb-kernel
+
+deb-helper: ensure-deps uapi
+	@mkdir -p $(B)/deb && rm -f $(B)/deb/tlsh-helper*
 	cd handshake-helper && UAPI_INCLUDE=$(B)/uapi/include \
 		dpkg-buildpackage -b -us -uc -tc >$(B)/deb/build.log 2>&1 || \
 		{ tail -n 30 $(B)/deb/build.log; exit 1; }
 	mv tlsh-helper_*.deb tlsh-helper-dbgsym_*.deb tlsh-helper_*.changes \
 		tlsh-helper_*.buildinfo $(B)/deb/
 	lintian --fail-on error,warning --tag-display-limit 0 $(B)/deb/tlsh-helper_*.changes
-	@ls $(B)/deb/*.deb
+	@ls $(B)/deb/tlsh-helper*.deb
+
+deb-kernel: ensure-deps
+	$(TOP)/scripts/build-kernel-deb.sh $(KCONFIG)
 
 checkpatch: kernel
 	$(TOP)/tests/checkpatch.sh

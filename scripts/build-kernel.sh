@@ -11,7 +11,12 @@
 # files whose content differs from the tree are replaced, so editing one
 # patch rebuilds only what that patch touches.
 #
-# Usage: scripts/build-kernel.sh [flavor]   (flavor: "" or "debug")
+# Usage: scripts/build-kernel.sh [flavor] [--configure-only]
+#        flavor: "" (the bench: allnoconfig + kconfig/tlsh.config), "debug"
+#        (the bench + kconfig/debug.config), or "debian" (Debian's own 6.1
+#        configuration from the linux-config-6.1 package +
+#        kconfig/debian.config, for packages for real machines:
+#        scripts/build-kernel-deb.sh)
 #        scripts/build-kernel.sh --extract-only
 #        scripts/build-kernel.sh --headers-only   (the series applied, its
 #                 UAPI headers installed in build/uapi/include: the helper
@@ -21,6 +26,8 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 B=${TLSH_BUILD:-$top/build}
 flavor=${1:-}
+configure_only=0
+[ "${2:-}" != --configure-only ] || configure_only=1
 tarball=/usr/src/linux-source-6.1.tar.xz
 pristine=$B/linux-source-6.1
 src=$B/linux
@@ -123,16 +130,28 @@ if [ "$(cat "$hdr/.tlsh-uapi" 2>/dev/null)" != "$series_sum" ]; then
 fi
 [ "$flavor" = --headers-only ] && exit 0
 
-# 4. configuration: allnoconfig + the committed fragment(s)
+# 4. configuration: allnoconfig (or Debian's) + the committed fragment(s)
 frags=("$top/scripts/kconfig/tlsh.config")
-[ -z "$flavor" ] || frags+=("$top/scripts/kconfig/$flavor.config")
+base=
+case "$flavor" in
+'') ;;
+debian)
+	debconf=/usr/src/linux-config-6.1/config.amd64_none_amd64.xz
+	[ -f "$debconf" ] || die "$debconf missing (apt-get install linux-config-6.1)"
+	mkdir -p "$obj"
+	base=$obj/.tlsh-debian-base
+	xz -dc "$debconf" > "$base"
+	frags=("$top/scripts/kconfig/debian.config")
+	;;
+*) frags+=("$top/scripts/kconfig/$flavor.config") ;;
+esac
 mkdir -p "$obj"
-want=$(cat "${frags[@]}" | sha256sum | cut -d' ' -f1)
+want=$(cat "${frags[@]}" $base | sha256sum | cut -d' ' -f1)
 have=$(cat "$obj/.tlsh-config" 2>/dev/null || true)
 kconfigs=$(cd "$src" && find . -name 'Kconfig*' -newer "$obj/.config" 2>/dev/null | head -1 || true)
 if [ "$want" != "$have" ] || [ ! -f "$obj/.config" ] || [ -n "$kconfigs" ]; then
 	log "configuring ($(basename -a "${frags[@]}" | tr '\n' ' '))"
-	if ! kconfig_apply "$src" "$obj" kernel "${frags[@]}"; then
+	if ! KCONFIG_BASE=$base kconfig_apply "$src" "$obj" kernel "${frags[@]}"; then
 		# a prefix of the series (tests/bisect-build.sh) lacks the
 		# options of its later patches
 		[ -n "${TLSH_SERIES:-}" ] || die "the config fragment did not take effect (see above)"
@@ -140,6 +159,8 @@ if [ "$want" != "$have" ] || [ ! -f "$obj/.config" ] || [ -n "$kconfigs" ]; then
 	fi
 	echo "$want" > "$obj/.tlsh-config"
 fi
+
+[ $configure_only -eq 0 ] || exit 0
 
 # 5. build
 kbuild_cc "$B"

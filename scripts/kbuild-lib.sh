@@ -3,16 +3,21 @@
 # it defines functions only.
 
 # kconfig_apply SRC OBJ PREFIX FRAGMENT...: configure the tree SRC with
-# objects in OBJ as "make allnoconfig" plus the fragments (a later one
-# overrides an earlier one), then check that every option of the fragments
-# took effect (=n: not set); PREFIX names the build in messages. Returns 1
-# when one did not.
+# objects in OBJ as "make allnoconfig" (or the configuration file
+# KCONFIG_BASE, when set) plus the fragments (a later one overrides an
+# earlier one), then check that every option of the fragments took effect
+# (=n: not set); PREFIX names the build in messages. Returns 1 when one
+# did not.
 kconfig_apply() {
 	local src=$1 obj=$2 prefix=$3
 	shift 3
 	local line k v got bad=0
 	mkdir -p "$obj"
-	make -s -C "$src" O="$obj" allnoconfig >/dev/null
+	if [ -n "${KCONFIG_BASE:-}" ]; then
+		cp "$KCONFIG_BASE" "$obj/.config"
+	else
+		make -s -C "$src" O="$obj" allnoconfig >/dev/null
+	fi
 	"$src/scripts/kconfig/merge_config.sh" -m -O "$obj" "$obj/.config" "$@" >/dev/null
 	make -s -C "$src" O="$obj" olddefconfig >/dev/null
 	while IFS= read -r line; do

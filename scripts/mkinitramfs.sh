@@ -6,6 +6,12 @@
 #
 # The project's request-key.d file is installed as a user would install it:
 # /etc/request-key.d/tlsh.conf, and the helper as /usr/sbin/tlsh-helper.
+#
+# With TLSH_FROM_DEB=1 (make check) they come from the packages in
+# build/deb/ instead (make deb): the agent's files are unpacked from
+# tlsh-helper_*.deb, and the kernel's modules from the bench's
+# linux-image-*.deb, whose vmlinuz is unpacked to build/deb/image/boot/
+# for tests/vm-run (TLSH_KERNEL).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -60,21 +66,41 @@ H
 rootfs_nfs_etc
 cp /etc/request-key.conf "$root/etc/request-key.conf"
 mkdir -p "$root/etc/request-key.d"
-cp "$top"/request-key.d/*.conf "$root/etc/request-key.d/" 2>/dev/null || true
+if [ "${TLSH_FROM_DEB:-0}" = 1 ]; then
+	# the packages, as dpkg would unpack them
+	helper_deb=$(ls "$B"/deb/tlsh-helper_*_amd64.deb 2>/dev/null | tail -1)
+	image_deb=$(ls "$B"/deb/linux-image-*-tlsh_*_amd64.deb 2>/dev/null | tail -1)
+	[ -n "$helper_deb" ] || die "no build/deb/tlsh-helper_*_amd64.deb (make deb-helper)"
+	[ -n "$image_deb" ] || die "no build/deb/linux-image-*-tlsh_*_amd64.deb (make deb-kernel)"
+	dpkg-deb -x "$helper_deb" "$root"
+	copy_libs "$root/usr/sbin/tlsh-helper"
+	rm -rf "$B/deb/image"
+	dpkg-deb -x "$image_deb" "$B/deb/image"
+	if [ -d "$B/deb/image/lib/modules" ]; then
+		mkdir -p "$root/lib/modules"
+		cp -a "$B/deb/image/lib/modules/." "$root/lib/modules/"
+	fi
+	echo "initramfs: agent from $(basename "$helper_deb"), kernel from $(basename "$image_deb")"
+else
+	cp "$top"/request-key.d/*.conf "$root/etc/request-key.d/" 2>/dev/null || true
+fi
 echo "/srv/export *(rw,sync,no_subtree_check,no_root_squash,insecure,fsid=1)" > "$root/etc/exports"
 
 # the project's programs (those that are built)
-opt_prog "$top/handshake-helper/tlsh-helper" /usr/sbin
+[ "${TLSH_FROM_DEB:-0}" = 1 ] || opt_prog "$top/handshake-helper/tlsh-helper" /usr/sbin
 # the same helper with fault injection (handshake-helper/fault.h), for 025
 opt_prog "$top/handshake-helper/tlsh-helper-testing" /usr/sbin
 opt_prog "$top/tests/tls-front/tls-front" /usr/local/bin
-if [ -f "$top/handshake-helper/tlsh-helper.conf" ]; then
+conf=$top/handshake-helper/tlsh-helper.conf
+[ "${TLSH_FROM_DEB:-0}" != 1 ] || conf=$root/etc/tlsh/tlsh-helper.conf
+if [ -f "$conf" ]; then
 	mkdir -p "$root/etc/tlsh"
 	# configured as an administrator of the bench network would: the
 	# bench CA trusted (a script given to tests/vm-run mounts with tls
 	# as it is; the cases write the configuration they test)
 	sed 's|^#trust-store = system$|trust-store = /etc/tlsh-test-certs/ca.pem|' \
-		"$top/handshake-helper/tlsh-helper.conf" > "$root/etc/tlsh/tlsh-helper.conf"
+		"$conf" > "$B/tlsh-helper.conf.bench"
+	mv "$B/tlsh-helper.conf.bench" "$root/etc/tlsh/tlsh-helper.conf"
 	grep -q '^trust-store = /etc/tlsh-test-certs/ca.pem$' "$root/etc/tlsh/tlsh-helper.conf" ||
 		{ echo "mkinitramfs: the helper's example configuration has no '#trust-store = system' line" >&2; exit 1; }
 fi

@@ -26,6 +26,18 @@ done
 
 . "$top/tests/tap-lib.sh"
 
+# make deb-kernel, and make deb-helper unless the host tests just built the
+# agent's package from the same sources
+deb_build() {
+	local d
+	make -C "$top" deb-kernel || return 1
+	d=$(ls "$B"/deb/tlsh-helper_*_amd64.deb 2>/dev/null | tail -1)
+	if [ -z "$d" ] || [ -n "$(find "$top/handshake-helper" -newer "$d" -type f \
+		! -name '*.o' ! -name 'tlsh-helper' ! -name 'tlsh-helper-testing' -print -quit)" ]; then
+		make -C "$top" deb-helper || return 1
+	fi
+}
+
 if [ $host -eq 1 ]; then
 	# the helper and the test tools build against the series' own headers
 	step "the series' UAPI headers install (make uapi)" "$B/logs/uapi.log" make -C "$top" uapi
@@ -53,7 +65,24 @@ if [ $guest -eq 1 ]; then
 	if [ $ok -eq 1 ]; then
 		step "test modules build" "$B/logs/kmod.log" make -C "$top" kmod || ok=0
 	fi
-	step "initramfs builds" "$B/logs/initramfs.log" make -C "$top" initramfs || ok=0
+	# the guest boots the kernel and runs the agent of the Debian
+	# packages, as a machine would after "apt install ./build/deb/..."
+	if [ $ok -eq 1 ]; then
+		echo "packages: the kernel's (bindeb-pkg, ~2 min) and the agent's (see $B/logs/deb.log)" >&2
+		step "Debian packages build (make deb: linux-image, linux-headers, tlsh-helper)" \
+			"$B/logs/deb.log" deb_build || ok=0
+	fi
+	step "initramfs builds (the agent and modules from the packages)" "$B/logs/initramfs.log" \
+		env TLSH_FROM_DEB=1 make -C "$top" initramfs || ok=0
+	if [ $ok -eq 1 ]; then
+		image_deb=$(ls "$B"/deb/linux-image-*-tlsh_*_amd64.deb | tail -1)
+		helper_deb=$(ls "$B"/deb/tlsh-helper_*_amd64.deb | tail -1)
+		TLSH_KERNEL=$(ls "$B"/deb/image/boot/vmlinuz-* | tail -1)
+		export TLSH_KERNEL
+		tap_check "the guest's agent is the one in $(basename "$helper_deb")" \
+			cmp -s "$B/initramfs/usr/sbin/tlsh-helper" \
+			<(dpkg-deb --fsys-tarfile "$helper_deb" | tar -xO ./usr/sbin/tlsh-helper)
+	fi
 	peer=()
 	if [ "${TLSH_PEER:-1}" != 0 ]; then
 		if [ -f "$B/peer/kbuild/arch/x86/boot/bzImage" ]; then
@@ -73,6 +102,12 @@ if [ $guest -eq 1 ]; then
 		relay "guest " <("$top/tests/vm-run" "${peer[@]}" "${cases[@]}" 2>&1 | tee "$log"
 			echo "${PIPESTATUS[0]}" > "$B/logs/guest.rc")
 		rc=$(cat "$B/logs/guest.rc")
+		# bindeb-pkg builds the kernel with the package's revision as its
+		# version ("uname -v": #tlsh.N ...), which the guest prints at boot
+		pkgver=$(dpkg-deb -f "$image_deb" Version)
+		krel=$(dpkg-deb -f "$image_deb" Package | sed 's/^linux-image-//')
+		tap_check "the guest ran the kernel of $(basename "$image_deb") ($krel #${pkgver##*-})" \
+			grep -qE "TLSH-BOOT-OK kernel $krel #${pkgver##*-} " "$log"
 		while read -r name r; do
 			if [ "$r" = 0 ]; then
 				tap ok "guest case ${name#[0-9][0-9][0-9]-} exited 0"

@@ -2,7 +2,7 @@
 # Allocation failures (failslab, then fail_page_alloc) injected into the
 # handshake and mount paths: only tasks marked with /proc/PID/make-it-fail
 # fail their slab or page allocations (task-filter), i.e. the agent
-# (tlsh-helper and its threads, through a request-key rule that marks it
+# (tlsh-helper and its handshake processes, through a request-key rule that marks it
 # before exec) and the process writing the handshake request or calling
 # mount(2); the kernel code they run is AF_TLSH, kTLS setup, the tlsh key
 # type, SUNRPC client creation and the NFS mount. (x86_64 has no stack
@@ -149,7 +149,7 @@ inject_phase $F 25 12
 
 # --- fail_page_alloc: the page allocations of the same tasks, order 0 up
 # (socket buffers, kTLS and TCP pages, page tables, kernel stacks of the
-# agent's threads); user pages (__GFP_HIGHMEM) are left alone, or the
+# agent's processes); user pages (__GFP_HIGHMEM) are left alone, or the
 # agent's own page faults would fail and retry without end. A page
 # allocation failure is printed with a stack (warn_alloc); the runner
 # does not count those that follow an injection as a kernel report.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Host-side test of "make deb": the agent's Debian package is built with
+# Host-side test of "make deb-helper": the agent's Debian package is built with
 # debhelper into build/deb/, holds what "make install" installs (the
 # agent, its three man pages, the request-key rule, the example
 # configuration), marks both files under /etc as conffiles, depends on
@@ -16,9 +16,9 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/tlsh-deb.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 . "$top/tests/tap-lib.sh"
 
-make -s -C "$top" deb > "$tmp/deb.log" 2>&1
+make -s -C "$top" deb-helper > "$tmp/deb.log" 2>&1
 rc=$?
-tap_check "make deb succeeds (dpkg-buildpackage, lintian without errors or warnings)" [ $rc -eq 0 ]
+tap_check "make deb-helper succeeds (dpkg-buildpackage, lintian without errors or warnings)" [ $rc -eq 0 ]
 [ $rc -eq 0 ] || sed 's/^/# /' "$tmp/deb.log" | tail -n 30
 deb=$(ls "$B"/deb/tlsh-helper_*_amd64.deb 2>/dev/null | head -1)
 tap_check "build/deb has tlsh-helper_VERSION_amd64.deb" [ -n "$deb" ]

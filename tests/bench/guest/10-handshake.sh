@@ -154,7 +154,18 @@ note "scaling: N handshakes at once in C1, $BENCH_SCALE_REPS repetitions"
 tt $HSS
 pid=$(pgrep -x tlsh-helper | head -1)
 info helper.pid "$pid"
-emit mem.helper.rss_idle_kb "$(awk '/^VmRSS/ {print $2}' /proc/$pid/status)"
+# the agent's memory: the proportional set size (shared pages counted
+# once) of the accept loop and its handshake processes together
+helper_kb() {
+	local p t=0 k
+	for p in $(pgrep -x tlsh-helper); do
+		k=$(awk '/^Pss:/ {print $2}' /proc/$p/smaps_rollup 2>/dev/null)
+		[ -n "$k" ] || k=$(awk '/^VmRSS/ {print $2}' /proc/$p/status 2>/dev/null)
+		t=$((t + ${k:-0}))
+	done
+	echo $t
+}
+emit mem.helper.rss_idle_kb "$(helper_kb)"
 # listen_overflows: SYNs the server namespace dropped for a full accept queue
 listen_overflows() {
 	ip netns exec S awk '/^TcpExt:/ {if (!h) {for (i = 1; i <= NF; i++) if ($i == "ListenOverflows") c = i; h = 1} else print $c}' /proc/net/netstat
@@ -164,11 +175,11 @@ for n in 1 8 64 256; do
 	lo0=$(listen_overflows)
 	lo1=0
 	for i in $(seq "$BENCH_SCALE_REPS"); do
-		# VmRSS while serving: sampled in the background
+		# memory while serving: sampled in the background
 		touch $BW/sampling
 		( m=0; while [ -e $BW/sampling ]; do
-			r=$(awk '/^VmRSS/ {print $2}' /proc/$pid/status 2>/dev/null)
-			[ -n "$r" ] && [ "$r" -gt $m ] && m=$r
+			r=$(helper_kb)
+			[ "$r" -gt $m ] && m=$r
 			sleep 0.05
 		  done; echo $m > $BW/rss.max ) &
 		sampler=$!
@@ -184,6 +195,7 @@ for n in 1 8 64 256; do
 			printf '%s\n' "${TT[@]}" | grep -v ' start=0 status=0 done=1 ' | head -3
 		fi
 		# the same from user space, right after: N threads of one process
+		# (hs-floor: the cost of the handshakes alone)
 		lo=$(listen_overflows)
 		read -r b ok bad < <(hs-floor server.test 4443 server.test $CA 1 $n)
 		[ "$bad" = failed=0 ] && emit scale.floor.$n "$(us_to_ms "${b#batch_us=}")"
@@ -195,7 +207,7 @@ for n in 1 8 64 256; do
 	info scale.floor.$n.listen-overflows $lo1
 done
 emit mem.helper.hwm_kb "$(awk '/^VmHWM/ {print $2}' /proc/$pid/status)"
-info helper.threads_after "$(awk '/^Threads/ {print $2}' /proc/$pid/status)"
+info helper.processes_after "$(pgrep -x -c tlsh-helper)"
 
 # --- N namespaces at once ----------------------------------------------
 note "scaling: one handshake in each of N namespaces at once, cold and warm"
