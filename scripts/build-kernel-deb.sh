@@ -46,8 +46,8 @@ debian)
 esac
 
 rev=${TLSH_DEB_REVISION:-$(git -C "$top" rev-list --count HEAD 2>/dev/null || echo 0)}
-kver=$(make -s -C "$src" O="$obj" kernelversion)
-krel=$(make -s -C "$src" O="$obj" kernelrelease)
+kver=$(make -s --no-print-directory -C "$src" O="$obj" kernelversion)
+krel=$(make -s --no-print-directory -C "$src" O="$obj" kernelrelease)
 pkgver=$kver-tlsh.$rev
 
 kbuild_cc "$B"
