@@ -22,6 +22,15 @@
  * which tls_handshake_cancel() is called; 0 = never), api=args|x509
  * (tls_handshake_start() or the original tls_client_hello_x509()).
  *
+ * role=server turns it around: the module listens on addr= port= (the
+ * address to bind; 0.0.0.0 or :: for any), accepts count= connections
+ * (each within accept= ms, default 20000), and asks for a server
+ * handshake on each (type=x509|psk: tls_server_hello_x509() or
+ * tls_server_hello_psk(); peerid=, cert=, keyring= as above). With
+ * data=echo it reads one line over kTLS and sends it back. Each line then
+ * ends with peer=DESC, the description of the key the agent named as the
+ * authenticated client (TLSH_PEER_IDENTITY), or peer=- for none.
+ *
  * "done" counts the calls of the done() callback, so a test can check it
  * ran exactly once (or not at all after a successful cancel). "ms" (jiffies)
  * and "time_us" (ktime) are the time from the socket's creation to done()
@@ -52,6 +61,7 @@
 #include <net/net_namespace.h>
 #include <net/tlsh.h>
 #include <net/tls.h>
+#include <linux/key.h>
 
 #define TT_MAX	256
 
@@ -63,6 +73,7 @@ struct tt_conn {
 	int			start_ret;
 	bool			cancelled;
 	char			data[16];
+	struct key		*peer;		/* server: the client's key */
 	unsigned long		t0, t1;
 	ktime_t			k0, k1;
 };
@@ -80,6 +91,8 @@ struct tt_params {
 	int			keyring;
 	bool			echo;
 	bool			api_x509;
+	bool			server;
+	unsigned int		accept_ms;
 };
 
 static DEFINE_MUTEX(tt_mutex);
@@ -107,6 +120,7 @@ static int tt_parse(char *buf, struct tt_params *p)
 	p->count = 1;
 	p->echo = true;
 	p->type = TLSH_TYPE_CLIENTHELLO_X509;
+	p->accept_ms = 20000;
 	while ((opt = strsep(&buf, " \t\n")) != NULL) {
 		if (!*opt)
 			continue;
@@ -140,6 +154,10 @@ static int tt_parse(char *buf, struct tt_params *p)
 			p->echo = strcmp(val, "none");
 		else if (!strcmp(opt, "api"))
 			p->api_x509 = !strcmp(val, "x509");
+		else if (!strcmp(opt, "role"))
+			p->server = !strcmp(val, "server");
+		else if (!strcmp(opt, "accept"))
+			ret = kstrtouint(val, 10, &p->accept_ms);
 		else
 			return -EINVAL;
 		if (ret)
@@ -147,6 +165,9 @@ static int tt_parse(char *buf, struct tt_params *p)
 	}
 	if (!port || !addr[0] || !p->count || p->count > TT_MAX)
 		return -EINVAL;
+	if (p->server)
+		p->type = p->type == TLSH_TYPE_CLIENTHELLO_PSK ?
+			  TLSH_TYPE_SERVERHELLO_PSK : TLSH_TYPE_SERVERHELLO_X509;
 	if (strchr(addr, ':')) {
 		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&p->addr;
 
@@ -177,12 +198,73 @@ static int tt_start(struct tt_conn *c, struct tt_params *p)
 		.cert		= p->cert,
 		.keyring	= p->keyring,
 		.timeout_ms	= p->timeout,
+		.peer_identity	= &c->peer,
 	};
 
+	if (p->type == TLSH_TYPE_SERVERHELLO_X509)
+		return tls_server_hello_x509(c->sock, &args);
+	if (p->type == TLSH_TYPE_SERVERHELLO_PSK)
+		return tls_server_hello_psk(c->sock, &args);
 	if (p->api_x509)
 		return tls_client_hello_x509(c->sock, tt_done, c, NULL,
 					     p->peerid, p->cert);
 	return tls_handshake_start(c->sock, p->type, &args);
+}
+
+/* Receive up to @len bytes of application data, skipping other records */
+static int tt_recv(struct tt_conn *c, char *buf, int len)
+{
+	char cbuf[CMSG_SPACE(sizeof(u8))];
+	struct msghdr rmsg = {
+		.msg_control	= cbuf,
+		.msg_controllen	= sizeof(cbuf),
+	};
+	struct cmsghdr *cmsg = (struct cmsghdr *)cbuf;
+	struct kvec iov = { .iov_base = buf, .iov_len = len };
+	int ret;
+
+	for (;;) {
+		ret = kernel_recvmsg(c->sock, &rmsg, &iov, 1, len, 0);
+		if (ret < 0 || (ret == 0 && rmsg.msg_controllen == sizeof(cbuf)))
+			return ret ? : -ECONNRESET;
+		/* kTLS hands over other records (NewSessionTicket...) with
+		 * their type; only application data (23) is ours
+		 */
+		if (rmsg.msg_controllen < sizeof(cbuf) &&
+		    cmsg->cmsg_level == SOL_TLS &&
+		    cmsg->cmsg_type == TLS_GET_RECORD_TYPE &&
+		    *(u8 *)CMSG_DATA(cmsg) != 23) {
+			rmsg.msg_control = cbuf;
+			rmsg.msg_controllen = sizeof(cbuf);
+			continue;
+		}
+		return ret;
+	}
+}
+
+/* Server: read one line and send it back */
+static void tt_echo_back(struct tt_conn *c)
+{
+	struct msghdr msg = { };
+	char line[128];
+	struct kvec iov;
+	int got = 0, ret;
+
+	while (got < (int)sizeof(line) && !memchr(line, '\n', got)) {
+		ret = tt_recv(c, line + got, sizeof(line) - got);
+		if (ret <= 0) {
+			scnprintf(c->data, sizeof(c->data), "recv%d", ret);
+			return;
+		}
+		got += ret;
+	}
+	iov.iov_base = line;
+	iov.iov_len = got;
+	ret = kernel_sendmsg(c->sock, &msg, &iov, 1, got);
+	if (ret != got)
+		scnprintf(c->data, sizeof(c->data), "send%d", ret);
+	else
+		strscpy(c->data, "ok", sizeof(c->data));
 }
 
 static void tt_echo(struct tt_conn *c, int i)
@@ -201,28 +283,11 @@ static void tt_echo(struct tt_conn *c, int i)
 		return;
 	}
 	while (got < len) {
-		char cbuf[CMSG_SPACE(sizeof(u8))];
-		struct msghdr rmsg = {
-			.msg_control	= cbuf,
-			.msg_controllen	= sizeof(cbuf),
-		};
-		struct cmsghdr *cmsg = (struct cmsghdr *)cbuf;
-
-		iov.iov_base = back + got;
-		iov.iov_len = sizeof(back) - got;
-		ret = kernel_recvmsg(c->sock, &rmsg, &iov, 1, iov.iov_len, 0);
-		if (ret < 0 || (ret == 0 && rmsg.msg_controllen == sizeof(cbuf))) {
+		ret = tt_recv(c, back + got, sizeof(back) - got);
+		if (ret <= 0) {
 			scnprintf(c->data, sizeof(c->data), "recv%d", ret);
 			return;
 		}
-		/* kTLS hands over other records (NewSessionTicket...) with
-		 * their type; only application data (23) is ours
-		 */
-		if (rmsg.msg_controllen < sizeof(cbuf) &&
-		    cmsg->cmsg_level == SOL_TLS &&
-		    cmsg->cmsg_type == TLS_GET_RECORD_TYPE &&
-		    *(u8 *)CMSG_DATA(cmsg) != 23)
-			continue;
 		got += ret;
 	}
 	strscpy(c->data, memcmp(line, back, len) ? "mismatch" : "ok",
@@ -232,9 +297,10 @@ static void tt_echo(struct tt_conn *c, int i)
 static int tt_run(struct tt_params *p, char **result)
 {
 	struct net *net = current->nsproxy->net_ns;
+	struct socket *lsock = NULL;
 	unsigned long wait;
 	struct tt_conn *conns;
-	size_t size = p->count * 112 + 1;
+	size_t size = p->count * 240 + 1;
 	char *out;
 	unsigned int i;
 	bool leak = false;
@@ -248,6 +314,23 @@ static int tt_run(struct tt_params *p, char **result)
 		return -ENOMEM;
 	}
 
+	if (p->server) {
+		ret = sock_create_kern(net, p->addr.ss_family, SOCK_STREAM,
+				       IPPROTO_TCP, &lsock);
+		if (ret)
+			goto out_free;
+		sock_set_reuseaddr(lsock->sk);
+		lsock->sk->sk_rcvtimeo = msecs_to_jiffies(p->accept_ms);
+		ret = kernel_bind(lsock, (struct sockaddr *)&p->addr,
+				  p->addrlen);
+		if (!ret)
+			ret = kernel_listen(lsock, TT_MAX);
+		if (ret) {
+			sock_release(lsock);
+			goto out_free;
+		}
+	}
+
 	for (i = 0; i < p->count; i++) {
 		struct tt_conn *c = &conns[i];
 
@@ -255,11 +338,19 @@ static int tt_run(struct tt_params *p, char **result)
 		strscpy(c->data, "-", sizeof(c->data));
 		c->t0 = jiffies;
 		c->k0 = ktime_get();
-		ret = sock_create_kern(net, p->addr.ss_family, SOCK_STREAM,
-				       IPPROTO_TCP, &c->sock);
-		if (!ret)
-			ret = kernel_connect(c->sock, (struct sockaddr *)&p->addr,
-					     p->addrlen, 0);
+		if (lsock) {
+			ret = kernel_accept(lsock, &c->sock, 0);
+			if (ret)
+				c->sock = NULL;
+		} else {
+			ret = sock_create_kern(net, p->addr.ss_family,
+					       SOCK_STREAM, IPPROTO_TCP,
+					       &c->sock);
+			if (!ret)
+				ret = kernel_connect(c->sock,
+						     (struct sockaddr *)&p->addr,
+						     p->addrlen, 0);
+		}
 		if (!ret)
 			ret = tt_start(c, p);
 		c->start_ret = ret;
@@ -286,7 +377,9 @@ static int tt_run(struct tt_params *p, char **result)
 			leak = true;
 			continue;
 		}
-		if (!c->status && p->echo)
+		if (!c->status && p->echo && p->server)
+			tt_echo_back(c);
+		else if (!c->status && p->echo)
 			tt_echo(c, i);
 	}
 
@@ -296,18 +389,30 @@ static int tt_run(struct tt_params *p, char **result)
 		ktime_t k1 = c->t1 ? c->k1 : ktime_get();
 
 		pos += scnprintf(out + pos, size - pos,
-				 "%u start=%d status=%d done=%d cancelled=%d data=%s ms=%u time_us=%lld\n",
+				 "%u start=%d status=%d done=%d cancelled=%d data=%s ms=%u time_us=%lld",
 				 i, c->start_ret, c->status,
 				 atomic_read(&c->ndone), c->cancelled, c->data,
 				 jiffies_to_msecs(t1 - c->t0),
 				 ktime_us_delta(k1, c->k0));
+		if (p->server)
+			pos += scnprintf(out + pos, size - pos, " peer=%s",
+					 c->peer ? c->peer->description : "-");
+		pos += scnprintf(out + pos, size - pos, "\n");
+		key_put(c->peer);
 		if (c->sock)
 			sock_release(c->sock);
 	}
+	if (lsock)
+		sock_release(lsock);
 	if (!leak)
 		kfree(conns);
 	*result = out;
 	return 0;
+
+out_free:
+	kfree(conns);
+	kfree(out);
+	return ret;
 }
 
 static ssize_t tt_write(struct file *file, const char __user *ubuf,
