@@ -29,6 +29,10 @@ enum cfg_key {
 	K_HS_TIMEOUT,
 	K_LOG_LEVEL,
 	K_ENCRYPTION_ONLY,
+	K_SERVER_CERT,
+	K_SERVER_KEY,
+	K_CLIENT_TRUST_STORE,
+	K_SERVER_PSK_KEYRING,
 	K_COUNT
 };
 
@@ -41,6 +45,10 @@ static const char *const key_names[K_COUNT] = {
 	[K_HS_TIMEOUT] = "handshake-timeout",
 	[K_LOG_LEVEL] = "log-level",
 	[K_ENCRYPTION_ONLY] = "encryption-only",
+	[K_SERVER_CERT] = "server-certificate",
+	[K_SERVER_KEY] = "server-private-key",
+	[K_CLIENT_TRUST_STORE] = "client-trust-store",
+	[K_SERVER_PSK_KEYRING] = "server-psk-keyring",
 };
 
 void tlsh_config_defaults(struct config *cfg)
@@ -51,6 +59,13 @@ void tlsh_config_defaults(struct config *cfg)
 	cfg->handshake_timeout = TLSH_DEFAULT_HS_TIMEOUT;
 	cfg->log_level = TLSH_LOG_INFO;
 	cfg->encryption_only = 0;
+	tlsh_copy_string(cfg->server_psk_keyring, sizeof(cfg->server_psk_keyring),
+			 TLSH_DEFAULT_SERVER_PSK_KEYRING);
+}
+
+const char *tlsh_config_file(const struct config *cfg)
+{
+	return cfg->file[0] ? cfg->file : TLSH_CONFIG_FILE;
 }
 
 /* "FILE:LINE: message" (or "FILE: message") in err; returns ret */
@@ -216,6 +231,37 @@ static int set_value(struct config *cfg, enum cfg_key k, const char *val,
 		}
 		cfg->handshake_timeout = (unsigned)n;
 		return 0;
+	case K_SERVER_CERT:
+		ret = set_path(cfg->server_cert, sizeof(cfg->server_cert), val,
+			       why, whylen);
+		if (ret < 0)
+			return ret;
+		cfg->server_cert_line = line;
+		return 0;
+	case K_SERVER_KEY:
+		ret = set_path(cfg->server_key, sizeof(cfg->server_key), val,
+			       why, whylen);
+		if (ret < 0)
+			return ret;
+		cfg->server_key_line = line;
+		return 0;
+	case K_CLIENT_TRUST_STORE:
+		ret = set_path(cfg->client_trust_store,
+			       sizeof(cfg->client_trust_store), val, why, whylen);
+		if (ret < 0)
+			return ret;
+		cfg->client_trust_store_line = line;
+		return 0;
+	case K_SERVER_PSK_KEYRING:
+		if (!tlsh_valid_token(val, TLSH_MAX_KEYRING_NAME)) {
+			snprintf(why, whylen,
+				 "must be 1..%d printable characters without spaces",
+				 TLSH_MAX_KEYRING_NAME);
+			return -EINVAL;
+		}
+		tlsh_copy_string(cfg->server_psk_keyring,
+				 sizeof(cfg->server_psk_keyring), val);
+		return 0;
 	case K_LOG_LEVEL:
 		b = tlsh_log_level_from_name(val);
 		if (b < 0) {
@@ -305,6 +351,14 @@ int tlsh_config_parse(struct config *cfg, const char *name, const char *buf,
 			return fail(ret, err, errlen, name, lineno,
 				    "bad value for %s: '%.64s': %s",
 				    key_names[k], val, why);
+	}
+	/* one without the other is a mistake, not half a server */
+	if (!seen[K_SERVER_CERT] != !seen[K_SERVER_KEY]) {
+		enum cfg_key have = seen[K_SERVER_CERT] ? K_SERVER_CERT : K_SERVER_KEY;
+		enum cfg_key need = have == K_SERVER_CERT ? K_SERVER_KEY : K_SERVER_CERT;
+
+		return fail(-EINVAL, err, errlen, name, seen[have],
+			    "%s without %s", key_names[have], key_names[need]);
 	}
 	tlsh_copy_string(cfg->file, sizeof(cfg->file), name);
 	return 0;

@@ -41,6 +41,9 @@
 #define TLSH_DEFAULT_HS_TIMEOUT	15	/* seconds */
 #define TLSH_MAX_IDLE		86400
 #define TLSH_MAX_HS_TIMEOUT	600
+/* the keyring of the clients' PSKs a server looks up by default */
+#define TLSH_DEFAULT_SERVER_PSK_KEYRING	"tlsh-server-psk"
+#define TLSH_MAX_KEYRING_NAME	255
 
 struct config {
 	char file[PATH_MAX];		/* "" if defaults only */
@@ -54,7 +57,20 @@ struct config {
 	unsigned handshake_timeout;	/* seconds */
 	int log_level;			/* enum tlsh_log_level */
 	int encryption_only;		/* no server authentication */
+	/* The server role (server.c): its certificate chain and key, the CAs
+	 * client certificates are verified against, the keyring of the
+	 * clients' PSKs.  "" = not configured; a line of 0 = not set. */
+	char server_cert[PATH_MAX];
+	unsigned server_cert_line;
+	char server_key[PATH_MAX];
+	unsigned server_key_line;
+	char client_trust_store[PATH_MAX];
+	unsigned client_trust_store_line;
+	char server_psk_keyring[TLSH_MAX_KEYRING_NAME + 1];
 };
+
+/* The file to name in messages: the one read, or the default */
+const char *tlsh_config_file(const struct config *cfg);
 
 void tlsh_config_defaults(struct config *cfg);
 

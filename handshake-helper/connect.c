@@ -2,7 +2,7 @@
 /*
  * tlsh-helper --connect HOST:PORT: connect a plain TCP socket and run the
  * agent's handshake code on it, so handshakes can be tested without the
- * AF_TLSH kernel.  With --ktls the session is then handed to the kernel
+ * AF_TLSH kernel (accept.c is the server's side: --accept).  With --ktls the session is then handed to the kernel
  * and --send/echo I/O goes through kTLS (only where the tls module is
  * already loaded: this never causes it to be loaded).
  */
@@ -92,8 +92,7 @@ static int connect_timeout(const struct addrinfo *ai, unsigned timeout_ms)
 	return fd;
 }
 
-/* tlsh_read_file(), with the error logged; 0 or -errno */
-static int load_file(const char *path, unsigned char **buf, size_t *len)
+int tlsh_connect_load_file(const char *path, unsigned char **buf, size_t *len)
 {
 	int e = tlsh_read_file(path, TLSH_PAYLOAD_MAX, buf, len);
 
@@ -102,18 +101,44 @@ static int load_file(const char *path, unsigned char **buf, size_t *len)
 	return e;
 }
 
-/* The client certificate and key, or the PSK, from files; 0 or -errno,
- * logged */
-static int load_creds(const struct connect_opts *o, struct tlsh_x509 *x,
-		      struct tlsh_psk *psk)
+int tlsh_connect_load_x509(const char *cert_file, const char *key_file,
+			   struct tlsh_x509 *x)
 {
 	unsigned char *buf;
 	size_t len;
 	char err[256];
 	int e;
 
+	e = tlsh_connect_load_file(cert_file, &buf, &len);
+	if (e)
+		return e;
+	e = tlsh_keyring_parse_certs(x, buf, len, err, sizeof(err));
+	tlsh_keyring_free_payload(buf, len);
+	if (e) {
+		log_err("%s: %s", cert_file, err);
+		return e;
+	}
+	e = tlsh_connect_load_file(key_file, &buf, &len);
+	if (e)
+		return e;
+	e = tlsh_keyring_parse_privkey(x, buf, len, err, sizeof(err));
+	tlsh_keyring_free_payload(buf, len);
+	if (e)
+		log_err("%s: %s", key_file, err);
+	return e;
+}
+
+/* The client certificate and key, or the PSK, from files; 0 or -errno,
+ * logged */
+static int load_creds(const struct connect_opts *o, struct tlsh_x509 *x,
+		      struct tlsh_psk *psk)
+{
 	if (o->psk_file) {
-		e = load_file(o->psk_file, &buf, &len);
+		unsigned char *buf;
+		size_t len;
+		char err[256];
+		int e = tlsh_connect_load_file(o->psk_file, &buf, &len);
+
 		if (e)
 			return e;
 		e = tlsh_keyring_parse_psk(psk, buf, len, o->psk_identity, err,
@@ -125,23 +150,7 @@ static int load_creds(const struct connect_opts *o, struct tlsh_x509 *x,
 	}
 	if (!o->cert_file)
 		return 0;
-	e = load_file(o->cert_file, &buf, &len);
-	if (e)
-		return e;
-	e = tlsh_keyring_parse_certs(x, buf, len, err, sizeof(err));
-	tlsh_keyring_free_payload(buf, len);
-	if (e) {
-		log_err("%s: %s", o->cert_file, err);
-		return e;
-	}
-	e = load_file(o->key_file, &buf, &len);
-	if (e)
-		return e;
-	e = tlsh_keyring_parse_privkey(x, buf, len, err, sizeof(err));
-	tlsh_keyring_free_payload(buf, len);
-	if (e)
-		log_err("%s: %s", o->key_file, err);
-	return e;
+	return tlsh_connect_load_x509(o->cert_file, o->key_file, x);
 }
 
 /* Read one application-data chunk from a kTLS socket, skipping other
@@ -181,9 +190,7 @@ static ssize_t ktls_recv(int fd, char *buf, size_t len, uint64_t deadline)
 	}
 }
 
-/* Send msg plus a newline, read back one line (gnutls-serv --echo).  0 or
- * -errno (-EPROTO for a GnuTLS error), logged. */
-static int echo(int fd, gnutls_session_t s, int ktls, const char *msg)
+int tlsh_connect_echo(int fd, gnutls_session_t s, int ktls, const char *msg)
 {
 	size_t want = strlen(msg), got = 0;
 	uint64_t deadline = tlsh_now_ms() + IO_TIMEOUT_MS;
@@ -316,7 +323,7 @@ int tlsh_connect_main(const struct connect_opts *o, const struct config *cfg)
 		printf("ktls installed\n");
 		fflush(stdout);
 	}
-	if (o->send && echo(fd, hs.session, o->ktls, o->send) < 0)
+	if (o->send && tlsh_connect_echo(fd, hs.session, o->ktls, o->send) < 0)
 		goto out;
 	status = 0;
 out:

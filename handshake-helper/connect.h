@@ -1,9 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* --connect: the same handshake on a user-space TCP socket (test/debug). */
+/* --connect: the same handshake on a user-space TCP socket (test/debug);
+ * its options and I/O are --accept's too (accept.c). */
 #ifndef TLSH_CONNECT_H
 #define TLSH_CONNECT_H
 
+#include <stddef.h>
+
+#include <gnutls/gnutls.h>
+
 #include "config.h"
+#include "keyring.h"
 
 struct connect_opts {
 	const char *target;		/* HOST:PORT or [V6]:PORT */
@@ -15,9 +21,21 @@ struct connect_opts {
 	const char *psk_identity;
 	const char *send;
 	int ktls;
+	int server_psk;			/* --accept --psk: the configured keyring */
 };
 
 /* Returns the process exit status: 0 ok, 1 failure, 2 usage, 3 no kTLS. */
 int tlsh_connect_main(const struct connect_opts *o, const struct config *cfg);
+
+/* tlsh_read_file() of at most TLSH_PAYLOAD_MAX, with the error logged; 0
+ * or -errno */
+int tlsh_connect_load_file(const char *path, unsigned char **buf, size_t *len);
+/* A certificate (chain) and its key from files into x; 0 or -errno, logged */
+int tlsh_connect_load_x509(const char *cert_file, const char *key_file,
+			   struct tlsh_x509 *x);
+/* Send msg plus a newline, read back one line (gnutls-serv --echo, or the
+ * other test mode) and print it ("received: ...").  0 or -errno (-EPROTO
+ * for a GnuTLS error), logged. */
+int tlsh_connect_echo(int fd, gnutls_session_t s, int ktls, const char *msg);
 
 #endif

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Client-side TLS handshake with GnuTLS.
+ * TLS handshakes with GnuTLS: the client's, and what the server's shares
+ * with it (server.c has the server's credentials).
  *
  * One certificate credential holds the trust store, loaded once at
  * start-up (every handshake process inherits it); a client certificate is
@@ -12,6 +13,7 @@
 #include "handshake.h"
 #include "ktls.h"
 #include "log.h"
+#include "server.h"
 #include "util.h"
 
 #include <arpa/inet.h>
@@ -36,10 +38,10 @@ static const gnutls_datum_t hs_alpn = {
 };
 static const struct config *hs_cfg;
 
-static int retrieve_cert(gnutls_session_t s, const gnutls_datum_t *req_ca_dn,
-			 int nreqs, const gnutls_pk_algorithm_t *pk_algos,
-			 int pk_algos_length, gnutls_pcert_st **pcert,
-			 unsigned int *pcert_length, gnutls_privkey_t *pkey)
+int tlsh_hs_retrieve_cert(gnutls_session_t s, const gnutls_datum_t *req_ca_dn,
+			  int nreqs, const gnutls_pk_algorithm_t *pk_algos,
+			  int pk_algos_length, gnutls_pcert_st **pcert,
+			  unsigned int *pcert_length, gnutls_privkey_t *pkey)
 {
 	const struct hs_session *hs = gnutls_session_get_ptr(s);
 
@@ -67,37 +69,44 @@ static int retrieve_cert(gnutls_session_t s, const gnutls_datum_t *req_ca_dn,
  */
 #define TLSH_KP_RPC_TLS_SERVER	"1.3.6.1.5.5.7.3.34"
 
-/*
- * Verify the server's chain, name and purpose during the handshake, so
- * that a rejected server fails it before our Finished, with the reason
- * kept for classify().  The chain must verify for serverAuth, or else for
- * rpcTLSServer: GnuTLS checks one purpose per verification.
- */
-static int verify_server(gnutls_session_t s)
+unsigned tlsh_hs_verify_peer(struct hs_session *hs, const char *kp,
+			     const char *alt_kp)
 {
-	struct hs_session *hs = gnutls_session_get_ptr(s);
-	gnutls_typed_vdata_st *purpose;
+	gnutls_typed_vdata_st *purpose = &hs->vdata[hs->nvdata - 1];
 	unsigned status = 0;
 	int ret;
 
-	if (!hs || !hs->nvdata)
-		return 0;		/* encryption only, or PSK */
-	purpose = &hs->vdata[hs->nvdata - 1];
-	purpose->data = (unsigned char *)GNUTLS_KP_TLS_WWW_SERVER;
-	ret = gnutls_certificate_verify_peers(s, hs->vdata, hs->nvdata,
-					      &status);
+	purpose->data = (unsigned char *)kp;
+	ret = gnutls_certificate_verify_peers(hs->session, hs->vdata,
+					      hs->nvdata, &status);
 	if (ret == 0 && (status & GNUTLS_CERT_PURPOSE_MISMATCH)) {
 		unsigned alt = 0;
 
-		purpose->data = (unsigned char *)TLSH_KP_RPC_TLS_SERVER;
-		ret = gnutls_certificate_verify_peers(s, hs->vdata, hs->nvdata,
-						      &alt);
+		purpose->data = (unsigned char *)alt_kp;
+		ret = gnutls_certificate_verify_peers(hs->session, hs->vdata,
+						      hs->nvdata, &alt);
 		if (ret == 0 && !(alt & GNUTLS_CERT_PURPOSE_MISMATCH))
 			status = alt;
 	}
 	hs->verify_error = ret;
 	hs->verify_status = ret < 0 ? GNUTLS_CERT_INVALID : status;
-	if (hs->verify_status && hs->auth_optional) {
+	return hs->verify_status;
+}
+
+/*
+ * Verify the server's chain, name and purpose during the handshake, so
+ * that a rejected server fails it before our Finished, with the reason
+ * kept for classify().  The chain must verify for serverAuth, or else for
+ * rpcTLSServer.
+ */
+static int verify_server(gnutls_session_t s)
+{
+	struct hs_session *hs = gnutls_session_get_ptr(s);
+
+	if (!hs || !hs->nvdata)
+		return 0;		/* encryption only, or PSK */
+	if (tlsh_hs_verify_peer(hs, GNUTLS_KP_TLS_WWW_SERVER,
+				TLSH_KP_RPC_TLS_SERVER) && hs->auth_optional) {
 		hs->unauthenticated = 1;	/* request.c says so */
 		return 0;
 	}
@@ -134,6 +143,9 @@ int tlsh_hs_global_init(const struct config *cfg, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	ret = tlsh_server_global_init(cfg, err, errlen);
+	if (ret < 0)
+		return ret;
 	for (int psk = 0; psk < 2; psk++) {
 		char prio[TLSH_MAX_PRIORITIES + 64];
 		const char *errpos = NULL;
@@ -153,7 +165,7 @@ int tlsh_hs_global_init(const struct config *cfg, char *err, size_t errlen)
 			return ret;
 		}
 	}
-	gnutls_certificate_set_retrieve_function2(hs_xcred, retrieve_cert);
+	gnutls_certificate_set_retrieve_function2(hs_xcred, tlsh_hs_retrieve_cert);
 	gnutls_certificate_set_verify_function(hs_xcred, verify_server);
 	if (cfg->encryption_only) {
 		log_warn("encryption-only = yes: server certificates are NOT verified");
@@ -211,6 +223,7 @@ void tlsh_hs_global_deinit(void)
 	if (hs_xcred)
 		gnutls_certificate_free_credentials(hs_xcred);
 	hs_xcred = NULL;
+	tlsh_server_global_deinit();
 	gnutls_global_deinit();
 }
 
@@ -226,7 +239,8 @@ int tlsh_hs_priorities(const struct config *cfg, const char *requested, int type
 	} else {
 		base = cfg->priorities[0] ? cfg->priorities
 					  : TLSH_DEFAULT_PRIORITIES;
-		if (type == TLSH_TYPE_CLIENTHELLO_PSK)
+		if (type == TLSH_TYPE_CLIENTHELLO_PSK ||
+		    type == TLSH_TYPE_SERVERHELLO_PSK)
 			psk = PSK_KX;
 	}
 	n = snprintf(out, outlen, "%s%s%s", base, psk,
@@ -242,8 +256,9 @@ void tlsh_hs_describe(gnutls_session_t s, char *buf, size_t len)
 	snprintf(buf, len, "%s %s", v ? v : "?", c ? c : "?");
 }
 
-/* "signer unknown, expired" from a verification status. */
-static void verify_reasons(unsigned status, char *buf, size_t len)
+/* "signer unknown, expired" from a verification status; of a client's
+ * certificate if client, else of a server's */
+static void verify_reasons(unsigned status, int client, char *buf, size_t len)
 {
 	static const struct {
 		unsigned bit;
@@ -257,7 +272,7 @@ static void verify_reasons(unsigned status, char *buf, size_t len)
 		{ GNUTLS_CERT_SIGNATURE_FAILURE, "bad signature" },
 		{ GNUTLS_CERT_SIGNER_NOT_CA, "signer is not a CA" },
 		{ GNUTLS_CERT_INSECURE_ALGORITHM, "insecure algorithm" },
-		{ GNUTLS_CERT_PURPOSE_MISMATCH, "not a TLS server certificate" },
+		{ GNUTLS_CERT_PURPOSE_MISMATCH, NULL },	/* see below */
 		{ GNUTLS_CERT_SIGNER_CONSTRAINTS_FAILURE, "signer constraints violated" },
 		{ GNUTLS_CERT_UNKNOWN_CRIT_EXTENSIONS, "unknown critical extension" },
 		{ GNUTLS_CERT_REVOCATION_DATA_SUPERSEDED, "revocation data too old" },
@@ -272,7 +287,9 @@ static void verify_reasons(unsigned status, char *buf, size_t len)
 		if (!(status & reasons[i].bit))
 			continue;
 		n = snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
-			     reasons[i].text);
+			     reasons[i].text ? reasons[i].text : client ?
+			     "not a TLS client certificate" :
+			     "not a TLS server certificate");
 		if (n < 0 || (size_t)n >= len - used)
 			return;
 		used += (size_t)n;
@@ -286,7 +303,7 @@ void tlsh_hs_verify_reasons(const struct hs_session *hs, char *buf, size_t len)
 	if (hs->verify_error < 0)
 		snprintf(buf, len, "%s", gnutls_strerror(hs->verify_error));
 	else
-		verify_reasons(hs->verify_status, buf, len);
+		verify_reasons(hs->verify_status, hs->server, buf, len);
 }
 
 /* Name (or address) and purpose the server certificate must match. */
@@ -348,6 +365,12 @@ static int classify(const struct hs_session *hs, const struct hs_params *p,
 	gnutls_alert_description_t a;
 	const char *an;
 
+	if (hs->server) {
+		int e = tlsh_server_classify(hs, ret, err, errlen);
+
+		if (e)
+			return e;
+	}
 	switch (ret) {
 	case GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR:
 	case GNUTLS_E_CERTIFICATE_ERROR:
@@ -457,7 +480,12 @@ static void send_alert(const struct hs_session *hs, int ret)
 	default:
 		break;
 	}
-	(void)gnutls_alert_send_appropriate(hs->session, ret);
+	/* a server that does not know the PSK identity a client offered */
+	if (hs->psk_error)
+		(void)gnutls_alert_send(hs->session, GNUTLS_AL_FATAL,
+					GNUTLS_A_UNKNOWN_PSK_IDENTITY);
+	else
+		(void)gnutls_alert_send_appropriate(hs->session, ret);
 	drain(hs->session);
 }
 
@@ -686,16 +714,20 @@ static int hs_client_psk(struct hs_session *hs, const struct hs_params *p,
 	return 0;
 }
 
-/* What each handshake type does differently: its GnuTLS credentials. The
- * rest of a handshake (priorities, SNI, ALPN, the deadline, kTLS) is
- * tlsh_hs_run()'s, the same for every type. */
+/* What each handshake type does differently: its GnuTLS credentials (a
+ * server's are in server.c). The rest of a handshake (priorities, ALPN,
+ * the deadline, kTLS) is tlsh_hs_run()'s, the same for every type, but
+ * for what only a client does (SNI, the wait for the server's verdict). */
 static const struct hs_type {
 	int type;
+	int server;
 	int (*credentials)(struct hs_session *hs, const struct hs_params *p,
 			   char *err, size_t errlen);
 } hs_types[] = {
-	{ TLSH_TYPE_CLIENTHELLO_X509, hs_client_x509 },
-	{ TLSH_TYPE_CLIENTHELLO_PSK, hs_client_psk },
+	{ TLSH_TYPE_CLIENTHELLO_X509, 0, hs_client_x509 },
+	{ TLSH_TYPE_CLIENTHELLO_PSK, 0, hs_client_psk },
+	{ TLSH_TYPE_SERVERHELLO_X509, 1, tlsh_server_x509 },
+	{ TLSH_TYPE_SERVERHELLO_PSK, 1, tlsh_server_psk },
 };
 
 static const struct hs_type *hs_type_find(int type)
@@ -720,6 +752,7 @@ int tlsh_hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 		snprintf(err, errlen, "unsupported handshake type %d", p->type);
 		return -EINVAL;
 	}
+	hs->server = t->server;
 	if (p->timeout_ms == 0) {
 		snprintf(err, errlen, "no time left for the handshake");
 		return -ETIMEDOUT;
@@ -729,8 +762,13 @@ int tlsh_hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 		return -EINVAL;
 	}
 
-	ret = gnutls_init(&hs->session, GNUTLS_CLIENT | GNUTLS_NO_SIGNAL |
-			  GNUTLS_NO_TICKETS);
+	/* No session tickets: there is nothing to resume (the session goes
+	 * to kTLS), and a server's NewSessionTicket would be a handshake
+	 * record after the handshake, for the client's kTLS to deal with.  A
+	 * GnuTLS server sends none without a ticket key, which we never set:
+	 * this says so for the client's side and the server's alike */
+	ret = gnutls_init(&hs->session, (hs->server ? GNUTLS_SERVER : GNUTLS_CLIENT) |
+			  GNUTLS_NO_SIGNAL | GNUTLS_NO_TICKETS);
 	if (ret < 0) {
 		snprintf(err, errlen, "gnutls_init: %s", gnutls_strerror(ret));
 		hs->session = NULL;
@@ -747,7 +785,8 @@ int tlsh_hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 		}
 	} else {
 		gerr = gnutls_priority_set(hs->session,
-			hs_prio_default[p->type == TLSH_TYPE_CLIENTHELLO_PSK]);
+			hs_prio_default[p->type == TLSH_TYPE_CLIENTHELLO_PSK ||
+					p->type == TLSH_TYPE_SERVERHELLO_PSK]);
 	}
 	/* what the kernel is told is EINVAL, whatever GnuTLS's reason */
 	if (gerr < 0) {
@@ -758,7 +797,8 @@ int tlsh_hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 	ret = t->credentials(hs, p, err, errlen);
 	if (ret)
 		return ret;
-	if (p->peername && *p->peername && tlsh_valid_dns_name(p->peername)) {
+	if (!hs->server && p->peername && *p->peername &&
+	    tlsh_valid_dns_name(p->peername)) {
 		unsigned char ip[16];
 		size_t iplen;
 
@@ -767,7 +807,9 @@ int tlsh_hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 					       p->peername, strlen(p->peername));
 	}
 	/* RFC 9289, Section 5.1: offer ALPN "sunrpc"; a server that does
-	 * not answer with it (tlshd and FreeBSD do not yet) is accepted */
+	 * not answer with it (tlshd and FreeBSD do not yet) is accepted.  As
+	 * a server: choose it when offered, and accept a client that offers
+	 * none */
 	ret = gnutls_alpn_set_protocols(hs->session, &hs_alpn, 1, 0);
 	if (ret < 0) {
 		snprintf(err, errlen, "ALPN: %s", gnutls_strerror(ret));
@@ -785,7 +827,7 @@ int tlsh_hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 	status = drive_handshake(hs, fd, p, err, errlen);
 	t1 = tlsh_now_us();
 	hs->handshake_us = t1 - t0;
-	if (!status) {
+	if (!status && !hs->server) {
 		status = await_verdict(hs, fd,
 				       tlsh_hs_verdict_wait_ms(hs->handshake_us / 1000,
 							       p->timeout_ms),
@@ -840,5 +882,7 @@ void tlsh_hs_session_free(struct hs_session *hs)
 		gnutls_deinit(hs->session);
 	if (hs->pskcred)
 		gnutls_psk_free_client_credentials(hs->pskcred);
+	if (hs->psksrv)
+		gnutls_psk_free_server_credentials(hs->psksrv);
 	memset(hs, 0, sizeof(*hs));
 }

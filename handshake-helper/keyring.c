@@ -13,8 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <keyutils.h>
+#include <gnutls/crypto.h>
 #include <gnutls/x509.h>
 
 static bool is_pem(const unsigned char *buf, size_t len)
@@ -223,7 +225,7 @@ int tlsh_keyring_parse_privkey(struct tlsh_x509 *x, const unsigned char *buf,
 	if (x->npcerts && !key_matches_cert(key, &x->pcerts[0])) {
 		gnutls_privkey_deinit(key);
 		snprintf(err, errlen,
-			 "client certificate and private key do not match");
+			 "certificate and private key do not match");
 		return -EINVAL;
 	}
 	x->key = key;
@@ -461,4 +463,109 @@ int tlsh_keyring_load_psk(struct tlsh_psk *psk, int32_t serial, char *err,
 	if (ret)
 		snprintf(err, errlen, "PSK key %d: %s", serial, why);
 	return ret;
+}
+
+int32_t tlsh_keyring_find_ring(const char *name, char *err, size_t errlen)
+{
+	key_serial_t ring = find_key_by_type_and_desc("keyring", name, 0);
+	char *desc = NULL;
+	unsigned long uid;
+	bool ours;
+	int e;
+
+	if (ring <= 0) {
+		e = ring < 0 ? errno : ENOKEY;
+		snprintf(err, errlen, "no key ring '%.255s': %s", name,
+			 strerror(e));
+		return -e;
+	}
+	/*
+	 * Where the process's own keyrings do not have it, keyutils looks
+	 * for the name in /proc/keys, which lists another user's keyring
+	 * too if it lets us view it: only our own is taken ("type;uid;...").
+	 */
+	if (keyctl_describe_alloc(ring, &desc) < 0) {
+		e = errno;
+		snprintf(err, errlen, "cannot read key ring %d ('%.255s'): %s",
+			 ring, name, strerror(e));
+		return -e;
+	}
+	ours = sscanf(desc, "%*[^;];%lu;", &uid) == 1 &&
+	       uid == (unsigned long)geteuid();
+	free(desc);
+	if (!ours) {
+		snprintf(err, errlen, "key ring '%.255s' (%d) is not ours (uid %u)",
+			 name, ring, (unsigned)geteuid());
+		return -EACCES;
+	}
+	return ring;
+}
+
+int tlsh_keyring_find_psk(int32_t keyring, const char *identity,
+			  struct tlsh_psk *psk, int32_t *serial, char *err,
+			  size_t errlen)
+{
+	unsigned char *buf = NULL;
+	size_t len = 0;
+	char why[256];
+	long k;
+	int ret;
+
+	tlsh_keyring_psk_clear(psk);
+	*serial = 0;
+	k = keyctl_search(keyring, "user", identity, 0);
+	if (k < 0) {
+		int e = errno;
+
+		if (e == ENOKEY)
+			snprintf(err, errlen, "no PSK for identity '%.*s' in key ring %d",
+				 TLSH_PSK_ID_MAX, identity, keyring);
+		else
+			snprintf(err, errlen,
+				 "cannot search key ring %d for identity '%.*s': %s",
+				 keyring, TLSH_PSK_ID_MAX, identity, strerror(e));
+		return -e;
+	}
+	ret = tlsh_keyring_read((int32_t)k, &buf, &len, err, errlen);
+	if (ret)
+		return ret;
+	/* the payload names its identity too: the two must agree */
+	ret = tlsh_keyring_parse_psk(psk, buf, len, identity, why, sizeof(why));
+	tlsh_keyring_free_payload(buf, len);
+	if (ret) {
+		snprintf(err, errlen, "PSK key %ld for identity '%.*s': %s", k,
+			 TLSH_PSK_ID_MAX, identity, why);
+		return ret;
+	}
+	*serial = (int32_t)k;
+	return 0;
+}
+
+int32_t tlsh_keyring_add_client_cert(const unsigned char *der, size_t len,
+				     char desc[TLSH_CLIENT_KEY_DESC], char *err,
+				     size_t errlen)
+{
+	unsigned char sum[32];
+	size_t n = sizeof(TLSH_CLIENT_KEY_PREFIX) - 1;
+	key_serial_t k;
+
+	if (!der || !len) {
+		snprintf(err, errlen, "no client certificate");
+		return -EINVAL;
+	}
+	if (gnutls_hash_fast(GNUTLS_DIG_SHA256, der, len, sum) < 0) {
+		snprintf(err, errlen, "cannot hash the client certificate");
+		return -EINVAL;
+	}
+	memcpy(desc, TLSH_CLIENT_KEY_PREFIX, n);
+	for (size_t i = 0; i < sizeof(sum); i++)
+		snprintf(desc + n + 2 * i, 3, "%02x", sum[i]);
+	k = add_key("user", desc, der, len, KEY_SPEC_PROCESS_KEYRING);
+	if (k < 0) {
+		int e = errno;
+
+		snprintf(err, errlen, "cannot add key %s: %s", desc, strerror(e));
+		return -e;
+	}
+	return k;
 }

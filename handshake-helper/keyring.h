@@ -81,6 +81,38 @@ int tlsh_keyring_member(int32_t keyring, int32_t serial, char *err,
 			size_t errlen);
 int tlsh_keyring_use_user_keyring(char *err, size_t errlen);
 
+/*
+ * The server role.  tlsh_keyring_find_ring(): the keyring of type "keyring"
+ * described NAME among those this process can search
+ * (find_key_by_type_and_desc(3)); its serial, or -errno with a message.
+ * tlsh_keyring_find_psk(): the PSK a client offered IDENTITY for: the
+ * "user" key described IDENTITY in KEYRING (or a keyring linked there),
+ * whose payload is the line "IDENTITY:HEXKEY" of that same identity.  0
+ * with the key's serial in *serial, or -ENOKEY (no such key), the error
+ * of reading it, -EINVAL (a payload for another identity, or malformed),
+ * with a message in err.
+ */
+int32_t tlsh_keyring_find_ring(const char *name, char *err, size_t errlen);
+int tlsh_keyring_find_psk(int32_t keyring, const char *identity,
+			  struct tlsh_psk *psk, int32_t *serial, char *err,
+			  size_t errlen);
+
+/* "tlsh:client:" and the SHA-256 of a DER certificate in hex */
+#define TLSH_CLIENT_KEY_PREFIX	"tlsh:client:"
+#define TLSH_CLIENT_KEY_DESC	(sizeof(TLSH_CLIENT_KEY_PREFIX) + 64)
+
+/*
+ * A "user" key that names a verified client: its certificate (DER) as
+ * payload, described "tlsh:client:<hex SHA-256 of the DER>" (in desc,
+ * TLSH_CLIENT_KEY_DESC bytes), in the calling process's process keyring,
+ * so that the process possesses it and may hand it to the kernel
+ * (TLSH_PEER_IDENTITY).  Its serial, or -errno (add_key(2)'s, -EINVAL
+ * for an empty certificate) with a message in err.
+ */
+int32_t tlsh_keyring_add_client_cert(const unsigned char *der, size_t len,
+				     char desc[TLSH_CLIENT_KEY_DESC], char *err,
+				     size_t errlen);
+
 /* Convenience: read serials and parse. 0 or -errno (tlsh_keyring_read()'s
  * or the parser's) with a message in err. */
 int tlsh_keyring_load_x509(struct tlsh_x509 *x, int32_t cert, int32_t privkey,

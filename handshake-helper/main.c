@@ -3,6 +3,7 @@
  * tlsh-helper: user-space TLS handshake agent for the in-kernel TLS
  * handshake (AF_TLSH) API.  See tlsh-helper(8) and docs/interface.md.
  */
+#include "accept.h"
 #include "config.h"
 #include "fault.h"
 #include "connect.h"
@@ -34,7 +35,10 @@
 
 enum { OPT_VERSION = 256, OPT_CONNECT, OPT_PEERNAME, OPT_PRIORITIES,
        OPT_CERT_FILE, OPT_KEY_FILE, OPT_PSK_FILE, OPT_PSK_IDENTITY, OPT_KTLS,
-       OPT_SEND };
+       OPT_SEND, OPT_ACCEPT, OPT_PSK };
+
+/* --accept: how long to wait for the connection without -i */
+#define ACCEPT_WAIT	60	/* seconds */
 
 static const struct option long_options[] = {
 	{ "help", no_argument, NULL, 'h' },
@@ -48,6 +52,8 @@ static const struct option long_options[] = {
 	{ "psk-identity", required_argument, NULL, OPT_PSK_IDENTITY },
 	{ "ktls", no_argument, NULL, OPT_KTLS },
 	{ "send", required_argument, NULL, OPT_SEND },
+	{ "accept", required_argument, NULL, OPT_ACCEPT },
+	{ "psk", no_argument, NULL, OPT_PSK },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -59,6 +65,9 @@ static void usage(FILE *f)
 		"       tlsh-helper --connect HOST:PORT [--peername NAME] [--priorities S]\n"
 		"                   [--cert-file F --key-file F | --psk-file F [--psk-identity ID]]\n"
 		"                   [--ktls] [--send STRING] [-c FILE] [-v]\n"
+		"       tlsh-helper --accept [ADDR:]PORT [--priorities S]\n"
+		"                   [--cert-file F --key-file F | --psk-file F | --psk]\n"
+		"                   [--ktls] [--send STRING] [-c FILE] [-i SECONDS] [-v]\n"
 		"       tlsh-helper -h | --version\n"
 		"\n"
 		"  -k SERIAL   started by request-key(8) for tlsh key SERIAL\n"
@@ -66,7 +75,8 @@ static void usage(FILE *f)
 		"  -c FILE     configuration file (default " TLSH_CONFIG_FILE ")\n"
 		"  -i SECONDS  exit after SECONDS idle (0 = never)\n"
 		"  -v          more logging (repeatable)\n"
-		"  --connect   test a handshake over a plain TCP connection\n");
+		"  --connect   test a handshake over a plain TCP connection\n"
+		"  --accept    test a server handshake on one accepted TCP connection\n");
 }
 
 static struct config cfg;
@@ -259,7 +269,7 @@ int main(int argc, char **argv)
 	const char *cfgpath = NULL;
 	int32_t key = 0;
 	long idle = -1;
-	int opt, verbose = 0, foreground = 0, connect = 0, cflags = 0;
+	int opt, verbose = 0, foreground = 0, connect = 0, accept_mode = 0, cflags = 0;
 	unsigned long v;
 
 	/* Fds 0-2 may be closed under request-key: keep sockets off them. */
@@ -353,6 +363,14 @@ int main(int argc, char **argv)
 			co.send = optarg;
 			cflags++;
 			break;
+		case OPT_ACCEPT:
+			accept_mode = 1;
+			co.target = optarg;
+			break;
+		case OPT_PSK:
+			co.server_psk = 1;
+			cflags++;
+			break;
 		default:
 			usage(stderr);
 			return 2;
@@ -362,14 +380,37 @@ int main(int argc, char **argv)
 		log_err("unexpected argument '%s'", argv[optind]);
 		return 2;
 	}
-	if ((key != 0) + foreground + connect != 1) {
-		log_err("exactly one of -k SERIAL, -f or --connect is needed");
+	if ((key != 0) + foreground + connect + accept_mode != 1) {
+		log_err("exactly one of -k SERIAL, -f, --connect or --accept is needed");
 		usage(stderr);
 		return 2;
 	}
-	if (cflags && !connect) {
-		log_err("--peername, --priorities, --cert-file, --key-file, --psk-*, --ktls and --send go with --connect");
+	if (cflags && !connect && !accept_mode) {
+		log_err("--peername, --priorities, --cert-file, --key-file, --psk*, --ktls and --send go with --connect or --accept");
 		return 2;
+	}
+	if (connect && co.server_psk) {
+		log_err("--psk goes with --accept (--connect takes --psk-file)");
+		return 2;
+	}
+	if (accept_mode) {
+		if (co.peername || co.psk_identity) {
+			log_err("--peername and --psk-identity go with --connect");
+			return 2;
+		}
+		if (!co.cert_file != !co.key_file) {
+			log_err("--cert-file and --key-file go together");
+			return 2;
+		}
+		if ((co.cert_file != NULL) + (co.psk_file != NULL) + co.server_psk > 1) {
+			log_err("--cert-file/--key-file, --psk-file and --psk exclude each other");
+			return 2;
+		}
+		if (load_config(cfgpath, verbose) < 0)
+			return 2;
+		opt = tlsh_accept_main(&co, &cfg, idle < 0 ? ACCEPT_WAIT : (unsigned)idle);
+		tlsh_hs_global_deinit();
+		return opt;
 	}
 	if (connect) {
 		if (!co.cert_file != !co.key_file) {

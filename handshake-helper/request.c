@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Per accepted handshake socket: read what the kernel wants
- * (SOL_TLSH options), load the key material it names, run the handshake,
- * install kTLS, report a failure with TLSH_STATUS, close().
+ * (SOL_TLSH options), load the key material it names, run the handshake
+ * (a client's or a server's), name a server's authenticated client
+ * (TLSH_PEER_IDENTITY), install kTLS, report a failure with TLSH_STATUS,
+ * close().
  */
 #include "request.h"
 #include "handshake.h"
 #include "keyring.h"
 #include "ktls.h"
 #include "log.h"
+#include "server.h"
 #include "util.h"
 
 #include <arpa/inet.h>
@@ -116,7 +119,9 @@ int tlsh_request_read(int fd, const struct config *cfg, struct tlsh_request *r,
 	if (ret)
 		return ret;
 	if (r->type != TLSH_TYPE_CLIENTHELLO_X509 &&
-	    r->type != TLSH_TYPE_CLIENTHELLO_PSK) {
+	    r->type != TLSH_TYPE_CLIENTHELLO_PSK &&
+	    r->type != TLSH_TYPE_SERVERHELLO_X509 &&
+	    r->type != TLSH_TYPE_SERVERHELLO_PSK) {
 		snprintf(err, errlen, "unsupported handshake type %d", r->type);
 		return -EINVAL;
 	}
@@ -154,9 +159,12 @@ int tlsh_request_read(int fd, const struct config *cfg, struct tlsh_request *r,
 		snprintf(err, errlen, "PSK handshake without a PSK key");
 		return -EINVAL;
 	}
-	if (r->type == TLSH_TYPE_CLIENTHELLO_X509 && (r->cert == 0) != (r->peerid == 0)) {
+	if ((r->type == TLSH_TYPE_CLIENTHELLO_X509 ||
+	     r->type == TLSH_TYPE_SERVERHELLO_X509) &&
+	    (r->cert == 0) != (r->peerid == 0)) {
 		snprintf(err, errlen,
-			 "client certificate key %d and private key %d must be given together",
+			 "%s certificate key %d and private key %d must be given together",
+			 r->type == TLSH_TYPE_SERVERHELLO_X509 ? "server" : "client",
 			 r->cert, r->peerid);
 		return -EINVAL;
 	}
@@ -199,14 +207,23 @@ int tlsh_request_read(int fd, const struct config *cfg, struct tlsh_request *r,
  * mounting user, that the user may read what it linked there, and nothing
  * else is read.  Without one, the serials come from a kernel consumer that
  * names them directly, and root's user keyring is linked for this process
- * only.  0 or -errno.
+ * only.  A server without serials uses its configured certificate; a PSK
+ * server looks its clients' keys up in *psk_ring, the request's keyring or
+ * the configured one (server.c).  0 or -errno.
  */
-static int load_keys(const struct tlsh_request *r, struct tlsh_x509 *x509,
-		     struct tlsh_psk *psk, char *err, size_t errlen)
+static int load_keys(const struct tlsh_request *r, const struct config *cfg,
+		     struct tlsh_x509 *x509, struct tlsh_psk *psk,
+		     int32_t *psk_ring, char *err, size_t errlen)
 {
 	int psk_type = r->type == TLSH_TYPE_CLIENTHELLO_PSK;
 	int status;
 
+	if (r->type == TLSH_TYPE_SERVERHELLO_PSK) {
+		*psk_ring = tlsh_server_psk_keyring(cfg, r->keyring, err, errlen);
+		return *psk_ring < 0 ? *psk_ring : 0;
+	}
+	if (r->type == TLSH_TYPE_SERVERHELLO_X509 && !r->cert)
+		return tlsh_server_load_configured(cfg, x509, err, errlen);
 	if (!psk_type && !r->cert)
 		return 0;		/* no client certificate */
 	if (r->keyring) {
@@ -255,6 +272,32 @@ static int report_unauthenticated(int fd, const struct tlsh_request *r,
 	return 0;
 }
 
+/* A server's authenticated client: hand the key that names it to the
+ * kernel, for the consumer (TLSH_PEER_IDENTITY), before kTLS and the
+ * close.  0 (*serial 0: no client to name) or -errno. */
+static int report_peer_identity(int fd, const struct hs_session *hs,
+				int32_t *serial, char *err, size_t errlen)
+{
+	char desc[TLSH_CLIENT_KEY_DESC];
+	int ret, k;
+
+	ret = tlsh_server_identity(hs, serial, desc, err, errlen);
+	if (ret || !*serial)
+		return ret;
+	k = *serial;
+	if (setsockopt(fd, SOL_TLSH, TLSH_PEER_IDENTITY, &k, sizeof(k)) < 0) {
+		int e = errno;
+
+		snprintf(err, errlen,
+			 "cannot name the client to the kernel: setsockopt(TLSH_PEER_IDENTITY, key %d): %s",
+			 k, strerror(e));
+		return -e;
+	}
+	if (desc[0])
+		log_debug("client identity: key %d (%s)", k, desc);
+	return 0;
+}
+
 /* Tell the kernel why the handshake failed: the one place where a -errno
  * of ours becomes the positive errno of the kernel interface. */
 static void report(int fd, int status)
@@ -263,6 +306,39 @@ static void report(int fd, int status)
 
 	if (setsockopt(fd, SOL_TLSH, TLSH_STATUS, &e, sizeof(e)) < 0)
 		log_warn("setsockopt(TLSH_STATUS, %d): %s", e, strerror(errno));
+}
+
+/* The log line of a handshake's outcome */
+static void log_outcome(const struct tlsh_request *r, const struct hs_session *hs,
+			int server, int32_t identity, int status, const char *err)
+{
+	const char *who = r->peername[0] ? r->peername : "no peer name";
+	char desc[96], client[300];
+
+	if (status && server) {
+		log_err("server handshake with %s failed: %s", r->peer, err);
+		return;
+	}
+	if (status) {
+		log_err("handshake with %s (%s) failed: %s", r->peer, who, err);
+		return;
+	}
+	tlsh_hs_describe(hs->session, desc, sizeof(desc));
+	if (!server) {
+		log_info("handshake with %s (%s) done: %s%s", r->peer, who, desc,
+			 r->type == TLSH_TYPE_CLIENTHELLO_PSK ? ", PSK" :
+			 r->cert ? ", client certificate" : "");
+		return;
+	}
+	tlsh_server_client_name(hs, client, sizeof(client));
+	if (identity)
+		log_info("server handshake with %s (%s) done: %s, %s, identity key %d",
+			 r->peer, client, desc,
+			 r->type == TLSH_TYPE_SERVERHELLO_PSK ? "PSK" :
+			 "client certificate", identity);
+	else
+		log_info("server handshake with %s (%s) done: %s", r->peer,
+			 client, desc);
 }
 
 void tlsh_request_serve(int fd, void *arg)
@@ -274,8 +350,8 @@ void tlsh_request_serve(int fd, void *arg)
 	struct hs_session hs;
 	struct hs_params p;
 	char err[512];
-	const char *who;
-	int status;
+	int status, server = 0;
+	int32_t psk_ring = 0, identity = 0;
 	uint64_t t_start = tlsh_now_us(), t_hs = 0, t_ktls = 0;
 
 	memset(&x509, 0, sizeof(x509));
@@ -283,13 +359,18 @@ void tlsh_request_serve(int fd, void *arg)
 	(void)mlock(&psk, sizeof(psk));	/* best effort: keep it off swap */
 	memset(&hs, 0, sizeof(hs));
 	status = tlsh_request_read(fd, cfg, &r, err, sizeof(err));
-	who = r.peername[0] ? r.peername : "no peer name";
+	/* (r.type is read first: a request that fails later has its role) */
+	server = r.type == TLSH_TYPE_SERVERHELLO_X509 ||
+		 r.type == TLSH_TYPE_SERVERHELLO_PSK;
 	if (!status) {
-		log_debug("%s (%s): %s handshake, timeout %u ms, priorities %s",
-			  r.peer, who,
-			  r.type == TLSH_TYPE_CLIENTHELLO_PSK ? "PSK" : "x509",
+		log_debug("%s (%s): %s %s handshake, timeout %u ms, priorities %s",
+			  r.peer, r.peername[0] ? r.peername : "no peer name",
+			  r.type == TLSH_TYPE_CLIENTHELLO_PSK ||
+			  r.type == TLSH_TYPE_SERVERHELLO_PSK ? "PSK" : "x509",
+			  server ? "server" : "client",
 			  r.timeout_ms, r.priorities[0] ? r.priorities : "default");
-		status = load_keys(&r, &x509, &psk, err, sizeof(err));
+		status = load_keys(&r, cfg, &x509, &psk, &psk_ring, err,
+				   sizeof(err));
 	}
 	if (!status) {
 		memset(&p, 0, sizeof(p));
@@ -298,34 +379,44 @@ void tlsh_request_serve(int fd, void *arg)
 		p.peername = r.peername;
 		memcpy(p.peer_ip, r.peer_ip, sizeof(p.peer_ip));
 		p.peer_ip_len = r.peer_ip_len;
-		p.x509 = r.cert ? &x509 : NULL;
+		p.x509 = r.cert || r.type == TLSH_TYPE_SERVERHELLO_X509 ? &x509 : NULL;
 		p.psk = r.type == TLSH_TYPE_CLIENTHELLO_PSK ? &psk : NULL;
+		if (r.type == TLSH_TYPE_SERVERHELLO_PSK) {
+			p.psk_lookup = tlsh_server_psk_from_keyring;
+			p.psk_lookup_arg = &psk_ring;
+		}
 		p.timeout_ms = r.timeout_ms;
 		p.auth_optional = r.auth_optional;
 		t_hs = tlsh_now_us();
 		status = tlsh_hs_run(&hs, fd, &p, err, sizeof(err));
 	}
+	/* the consumer's reference on it is taken now, kept on success */
+	if (!status && server)
+		status = report_peer_identity(fd, &hs, &identity, err, sizeof(err));
 	if (!status) {
 		t_ktls = tlsh_now_us();
 		status = tlsh_ktls_install(fd, hs.session, err, sizeof(err));
-		if (status == -ENOTCONN || status == -ECONNRESET || status == -EPIPE)
-			status = tlsh_hs_closed_after(hs.session, fd, err, sizeof(err));
+		if (status == -ENOTCONN || status == -ECONNRESET || status == -EPIPE) {
+			if (!server) {
+				status = tlsh_hs_closed_after(hs.session, fd, err,
+							      sizeof(err));
+			} else {
+				snprintf(err, sizeof(err),
+					 "the client closed the connection right after the handshake");
+				status = -ECONNRESET;
+			}
+		}
 	}
 	if (!status && hs.unauthenticated)
 		status = report_unauthenticated(fd, &r, &hs, err, sizeof(err));
+	log_outcome(&r, &hs, server, identity, status, err);
 	if (status) {
-		log_err("handshake with %s (%s) failed: %s", r.peer, who, err);
 		report(fd, status);
 	} else {
-		char desc[96];
-
-		tlsh_hs_describe(hs.session, desc, sizeof(desc));
-		log_info("handshake with %s (%s) done: %s%s", r.peer, who, desc,
-			 r.type == TLSH_TYPE_CLIENTHELLO_PSK ? ", PSK" :
-			 r.cert ? ", client certificate" : "");
 		/* where the time went, for "why is it slow" */
 		log_debug("%s (%s): request and keys %.1f ms, TLS handshake %.1f ms, verdict wait %.1f ms, kTLS %.1f ms",
-			  r.peer, who, (double)(t_hs - t_start) / 1000,
+			  r.peer, r.peername[0] ? r.peername : "no peer name",
+			  (double)(t_hs - t_start) / 1000,
 			  (double)hs.handshake_us / 1000,
 			  (double)hs.verdict_us / 1000,
 			  (double)(tlsh_now_us() - t_ktls) / 1000);

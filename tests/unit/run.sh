@@ -3,7 +3,10 @@
 #
 # Builds tlsh-helper and the C unit tests (linked against the helper's
 # object files), makes a throw-away PKI with certtool, starts gnutls-serv
-# echo servers on 127.0.0.1 and runs tlsh-helper --connect against them.
+# echo servers on 127.0.0.1 and runs tlsh-helper --connect against them;
+# then the server role: tlsh-helper --accept on 127.0.0.1 against
+# gnutls-cli and --connect (PSKs from a keyring in a session keyring of
+# its own, keyctl session).
 # Runs in a private network namespace when unshare(1) allows, so the
 # servers exist on a private loopback only.
 #
@@ -133,7 +136,7 @@ mkpki() {
 	key() { certtool --generate-privkey --key-type ecdsa --outfile "$1"; }
 	key ca.key && key other-ca.key && key srv.key && key other.key &&
 		key expired.key && key client.key && key rpc.key &&
-		key clieku.key || return 1
+		key clieku.key && key otherclient.key || return 1
 	tmpl ca.tmpl 'cn = "tlsh unit test CA"' ca cert_signing_key 'expiration_days = 2'
 	tmpl other-ca.tmpl 'cn = "some other CA"' ca cert_signing_key 'expiration_days = 2'
 	tmpl srv.tmpl 'cn = "server.test"' 'dns_name = "server.test"' \
@@ -144,6 +147,9 @@ mkpki() {
 		'activation_date = "2020-01-01 00:00:00"' \
 		'expiration_date = "2020-12-31 00:00:00"'
 	tmpl client.tmpl 'cn = "client.test"' tls_www_client signing_key \
+		'expiration_days = 2'
+	# a client of another CA (the server's role must refuse it)
+	tmpl otherclient.tmpl 'cn = "other client"' tls_www_client signing_key \
 		'expiration_days = 2'
 	# RFC 9289: id-kp-rpcTLSServer in place of id-kp-serverAuth
 	tmpl rpc.tmpl 'cn = "server.test"' 'dns_name = "server.test"' \
@@ -161,6 +167,9 @@ mkpki() {
 			--load-ca-certificate ca.pem --load-ca-privkey ca.key \
 			--template $c.tmpl --outfile $c.pem || return 1
 	done &&
+	certtool --generate-certificate --load-privkey otherclient.key \
+		--load-ca-certificate other-ca.pem --load-ca-privkey other-ca.key \
+		--template otherclient.tmpl --outfile otherclient.pem &&
 	certtool --certificate-info --infile srv.pem --outder --outfile srv.der &&
 	certtool --key-info --infile srv.key --outder --outfile srv.key.der &&
 	certtool --to-p8 --load-privkey srv.key --password secret --outfile enc.key &&
@@ -262,7 +271,7 @@ expect "--version" 0 '^tlsh-helper [0-9.]+ \(GnuTLS 3'
 hs -h
 expect "-h prints usage" 0 'usage: tlsh-helper -k SERIAL'
 hs
-expect "no mode: usage error" 2 'exactly one of -k SERIAL, -f or --connect'
+expect "no mode: usage error" 2 'exactly one of -k SERIAL, -f, --connect or --accept'
 hs -k 0
 expect "-k 0 is refused" 2 'key serial must be a positive 32-bit decimal number'
 hs -k 12abc
@@ -385,7 +394,7 @@ expect "mTLS: without a client certificate the handshake does not wait, and the 
 hs -c "$tmp/good.conf" --connect $A:$P_MTLS --peername server.test \
 	--cert-file "$pki/client.pem" --key-file "$pki/srv.key"
 expect "mTLS: certificate and key that do not match are refused" 1 \
-	'client certificate and private key do not match'
+	'certificate and private key do not match'
 
 # --- PSK ----------------------------------------------------------------
 
@@ -399,6 +408,220 @@ hs -c "$tmp/good.conf" --connect $A:$P_PSK --psk-file "$pki/badpsk.txt"
 expect "wrong PSK: a fatal alert, logged" 1 'failed: peer sent fatal alert'
 grep -q "$(cut -d: -f2 "$pki/badpsk.txt")" <<< "$out" && tap "not ok" "PSKs never appear in the log" ||
 	tap ok "PSKs never appear in the log"
+
+# --- the server role: --accept ------------------------------------------
+
+# accept_start ARGS...: "tlsh-helper --accept 127.0.0.1:0 ARGS" in the
+# background; its port in $aport once it listens (1: it never did)
+accept_start() {
+	local i
+	timeout 60 "$HELPER" --accept 127.0.0.1:0 -i 20 "$@" > "$tmp/accept.out" 2>&1 &
+	apid=$!
+	aport=
+	for i in $(seq 200); do
+		aport=$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$tmp/accept.out")
+		[ -n "$aport" ] && return 0
+		kill -0 "$apid" 2> /dev/null || break
+		sleep 0.1
+	done
+	return 1
+}
+# accept_wait: its exit status in $arc, its output in $aout
+accept_wait() {
+	wait "$apid"
+	arc=$?
+	aout=$(cat "$tmp/accept.out")
+}
+# accept_expect NAME STATUS PATTERN: as expect, for the --accept side
+accept_expect() {
+	if [ "$arc" = "$2" ] && grep -qE -- "$3" <<< "$aout"; then
+		tap ok "$1"
+	else
+		tap "not ok" "$1"
+		echo "--accept exit status $arc (wanted $2), wanted /$3/ in:" | diag
+		diag <<< "$aout"
+	fi
+}
+# pair NAME-OF-CONF [--accept args] -- [--connect args]: one --accept and
+# one --connect against it, both with -c CONF; the client's output in
+# $out/$rc, the server's in $aout/$arc
+pair() {
+	local conf=$1 sargs=()
+	shift
+	while [ "$1" != "--" ]; do sargs+=("$1"); shift; done
+	shift
+	if ! accept_start -c "$conf" "${sargs[@]}"; then
+		accept_wait
+		rc=none out="--accept did not listen"
+		return
+	fi
+	hs -c "$conf" --connect "$A:$aport" --peername server.test "$@"
+	accept_wait
+}
+
+S="server-certificate = $pki/srv.pem
+server-private-key = $pki/srv.key
+trust-store = $pki/ca.pem
+handshake-timeout = 5"
+printf '%s\n' "$S" > "$tmp/srv.conf"
+printf '%s\nclient-trust-store = %s\n' "$S" "$pki/ca.pem" > "$tmp/mtls.conf"
+printf '%s\ntls12 = yes\n' "$S" > "$tmp/srv12.conf"
+printf 'server-certificate = %s\nserver-private-key = %s\n' "$pki/srv.pem" "$pki/other.key" > "$tmp/mismatch.conf"
+printf 'server-certificate = %s\nserver-private-key = %s\n' "$pki/srv.pem" "$pki/enc.key" > "$tmp/enckey.conf"
+printf 'client-trust-store = %s\n' "$pki/psk.txt" > "$tmp/nocas.conf"
+printf '%s\nserver-psk-keyring = tlsh-unit-no-such-ring\n' "$S" > "$tmp/noring.conf"
+
+hs -c "$tmp/good.conf" --accept $A:0
+expect "--accept without a server certificate: the reason, ENOKEY for the kernel" 1 \
+	"server handshake: no server certificate configured \(server-certificate in $tmp/good.conf\)"
+grep -q '^status: ENOKEY$' <<< "$out" && tap ok "... status: ENOKEY" ||
+	{ tap "not ok" "... status: ENOKEY"; diag <<< "$out"; }
+hs -c "$tmp/mismatch.conf" --accept $A:0
+expect "server-certificate and a server-private-key of another: refused at start, FILE:LINE" 2 \
+	"mismatch.conf:2: server-private-key $pki/other.key: certificate and private key do not match"
+hs -c "$tmp/enckey.conf" --accept $A:0
+expect "an encrypted server-private-key: refused at start" 2 \
+	"enckey.conf:2: server-private-key .*private key is encrypted"
+hs -c "$tmp/nocas.conf" --accept $A:0
+expect "a client-trust-store without certificates: refused at start, FILE:LINE" 2 \
+	"nocas.conf:1: client-trust-store $pki/psk.txt: no PEM certificates in file"
+hs -c "$tmp/srv.conf" --accept $A:0 --peername x
+expect "--accept takes no --peername" 2 '--peername and --psk-identity go with --connect'
+hs -c "$tmp/srv.conf" --accept $A:0 --psk --psk-file "$pki/psk.txt"
+expect "--psk and --psk-file exclude each other" 2 'exclude each other'
+hs -c "$tmp/srv.conf" --connect $A:1 --psk
+expect "--psk goes with --accept only" 2 '--psk goes with --accept'
+hs -c "$tmp/srv.conf" --accept 127.0.0.1:port
+expect "--accept with a malformed address" 2 'expected \[ADDRESS:\]PORT'
+hs -c "$tmp/noring.conf" --accept $A:0 --psk
+expect "--accept --psk without the configured keyring: ENOKEY, the name and where it is set" 1 \
+	"no key ring 'tlsh-unit-no-such-ring': Required key not available \(server-psk-keyring in $tmp/noring.conf\)"
+
+# (a) TLS 1.3 with the server certificate, gnutls-cli as the client
+if accept_start -c "$tmp/srv.conf" --send from-agent; then
+	out=$(echo from-gnutls-cli | timeout 20 gnutls-cli --x509cafile "$pki/ca.pem" \
+		-p "$aport" "$A" 2>&1)
+	rc=$?
+else
+	out="--accept did not listen" rc=none
+fi
+accept_wait
+expect "gnutls-cli verifies the agent's server certificate and completes TLS 1.3" 0 \
+	'Description: \(TLS1\.3-X\.509\)'
+grep -q '^from-agent$' <<< "$out" && ! grep -q 'requested a certificate' <<< "$out" &&
+	tap ok "... receives what --accept --send sent; without client-trust-store no certificate is asked for" ||
+	{ tap "not ok" "... receives what --accept --send sent; no certificate is asked for"; diag <<< "$out"; }
+accept_expect "--accept: TLS 1.3 with gnutls-cli, data both ways, the client unauthenticated" 0 \
+	'handshake ok: TLS1\.3 .*
+client: unauthenticated client
+received: from-gnutls-cli'
+pair "$tmp/srv.conf" --send world -- --send hello
+expect "--connect against --accept: TLS 1.3, data both ways" 0 'received: world'
+accept_expect "... and the server side received the client's" 0 'received: hello'
+
+# (b) a client trust store: a client certificate of its CA is
+# authenticated, one of another CA refused
+sum=$(certtool -i --infile "$pki/client.pem" --outder 2> /dev/null | sha256sum | cut -d' ' -f1)
+# (no --send: a TLS 1.3 client that sent a certificate waits for the
+# server's verdict, and takes data from the server first for a protocol
+# error, as an RPC server never speaks first)
+pair "$tmp/mtls.conf" -- --cert-file "$pki/client.pem" --key-file "$pki/client.key"
+expect "mTLS server: the client with a certificate of the client trust store's CA completes" 0 'handshake ok: TLS1\.3'
+accept_expect "... is authenticated by its subject, named by a key holding its certificate (tlsh:client:<sha256>)" 0 \
+	"client: CN=client\.test \(identity key [0-9]+: tlsh:client:$sum\)"
+if accept_start -c "$tmp/mtls.conf"; then
+	out=$(echo | timeout 20 gnutls-cli --x509cafile "$pki/ca.pem" -p "$aport" "$A" \
+		--x509certfile "$pki/client.pem" --x509keyfile "$pki/client.key" 2>&1)
+	rc=$?
+else
+	out="--accept did not listen" rc=none
+fi
+accept_wait
+grep -q 'Server has requested a certificate' <<< "$out" &&
+	tap ok "mTLS server: gnutls-cli is asked for a certificate" ||
+	{ tap "not ok" "mTLS server: gnutls-cli is asked for a certificate"; diag <<< "$out"; }
+accept_expect "... and its certificate authenticates it" 0 'client: CN=client\.test \(identity key'
+pair "$tmp/mtls.conf" -- --cert-file "$pki/otherclient.pem" --key-file "$pki/otherclient.key"
+accept_expect "mTLS server: a client certificate of another CA is refused with the reason" 1 \
+	"server handshake with 127\.0\.0\.1:[0-9]+ failed: client certificate 'CN=other client' not trusted: signer unknown"
+grep -q '^status: EKEYREJECTED$' <<< "$aout" && tap ok "... EKEYREJECTED for the kernel" ||
+	{ tap "not ok" "... EKEYREJECTED for the kernel"; diag <<< "$aout"; }
+expect "... and the client learns why (unknown_ca), not a reset" 1 'failed: peer sent fatal alert: CA is unknown'
+pair "$tmp/mtls.conf" -- --cert-file "$pki/srv.pem" --key-file "$pki/srv.key"
+accept_expect "mTLS server: a certificate for TLS servers only is not a client's: EKEYREJECTED" 1 \
+	"not trusted: not a TLS client certificate
+status: EKEYREJECTED"
+
+# (c) no client certificate: accepted, not authenticated
+pair "$tmp/mtls.conf" --send srv -- --send cli
+expect "mTLS server: a client without a certificate completes" 0 'received: srv'
+accept_expect "... as an unauthenticated client, without an identity key" 0 '^client: unauthenticated client$'
+
+# TLS 1.2, where allowed
+pair "$tmp/srv12.conf" -- --priorities 'NORMAL:-VERS-ALL:+VERS-TLS1.2'
+accept_expect "tls12 = yes: a TLS 1.2 server handshake" 0 \
+	'handshake ok: TLS1\.2 (AES-128-GCM|AES-256-GCM|CHACHA20-POLY1305|AES-128-CCM)$'
+pair "$tmp/srv.conf" -- --priorities 'NORMAL:-VERS-ALL:+VERS-TLS1.2'
+accept_expect "tls12 = no: a TLS 1.2 client is refused" 1 'server handshake with .* failed'
+
+# (d) PSK: identities from a psktool file, or the configured keyring
+pair "$tmp/srv.conf" --psk-file "$pki/psk2.txt" --send srv -- --psk-file "$pki/psk.txt" --send cli
+expect "PSK server (--psk-file): the client with the identity's key completes" 0 'received: srv'
+accept_expect "... and is named by its identity" 0 '^client: PSK identity client1$'
+pair "$tmp/srv.conf" --psk-file "$pki/psk2.txt" -- --psk-file "$pki/badpsk.txt"
+accept_expect "PSK server: the wrong key for a known identity: refused, EKEYREJECTED" 1 \
+	"the client's key for PSK identity 'client1' does not match ours
+status: EKEYREJECTED"
+printf 'stranger:%s\n' "$(cut -d: -f2 "$pki/psk.txt")" > "$tmp/stranger.txt"
+pair "$tmp/srv.conf" --psk-file "$pki/psk2.txt" -- --psk-file "$tmp/stranger.txt"
+accept_expect "PSK server: an unknown identity: refused, EKEYREJECTED" 1 \
+	"no PSK for identity 'stranger'
+status: EKEYREJECTED"
+expect "... and the client is told (unknown_psk_identity)" 1 'peer sent fatal alert: The SRP/PSK username is missing or not known'
+grep -q "$(cut -d: -f2 "$pki/psk.txt")" "$tmp/accept.out" && tap "not ok" "PSKs never appear in the server's log" ||
+	tap ok "PSKs never appear in the server's log"
+
+# the keyring a PSK server finds by name (server-psk-keyring), in a
+# session keyring of its own
+if command -v keyctl > /dev/null && keyctl session - true > /dev/null 2>&1; then
+	export HELPER tmp pki A
+	export -f accept_start accept_wait pair hs
+	relay_prog "PSK keyring" keyctl session - bash -c '
+		ok() { echo "ok - $1"; }
+		nok() { echo "not ok - $1"; printf "%s\n" "$2" | sed "s/^/# /"; }
+		name=tlsh-unit-psk-$$
+		ring=$(keyctl newring "$name" @s) &&
+		key=$(keyctl padd user client1 "$ring" < "$pki/psk.txt") ||
+			{ nok "a PSK keyring in a session keyring of its own"; exit 1; }
+		printf "[global]\nserver-psk-keyring = %s\nhandshake-timeout = 5\n" "$name" > "$tmp/ring.conf"
+		pair "$tmp/ring.conf" --psk --send srv -- --psk-file "$pki/psk.txt" --send cli
+		[ "$rc" = 0 ] && grep -q "^client: PSK identity client1 (identity key $key)$" <<< "$aout" &&
+			ok "PSK server (--psk): the identity is looked up in the configured keyring, its key names the client" ||
+			nok "PSK server (--psk): the identity looked up in the configured keyring" "$aout"
+		pair "$tmp/ring.conf" --psk -- --psk-file "$pki/badpsk.txt"
+		[ "$arc" = 1 ] && grep -q "PSK identity .client1. does not match key $key" <<< "$aout" &&
+			grep -q "^status: EKEYREJECTED$" <<< "$aout" &&
+			ok "... the wrong key for it: EKEYREJECTED, naming the key" ||
+			nok "... the wrong key for it: EKEYREJECTED" "$aout"
+		pair "$tmp/ring.conf" --psk -- --psk-file "$tmp/stranger.txt"
+		[ "$arc" = 1 ] && grep -q "no PSK for identity .stranger. in key ring $ring" <<< "$aout" &&
+			grep -q "^status: EKEYREJECTED$" <<< "$aout" &&
+			ok "... an identity without a key there: EKEYREJECTED, naming the keyring" ||
+			nok "... an identity without a key there: EKEYREJECTED" "$aout"
+	'
+else
+	tap ok "PSK server (--psk): the configured keyring # SKIP no keyctl, or no session keyring"
+fi
+
+# kTLS on the server's side
+if [ -d /sys/module/tls ]; then
+	pair "$tmp/srv.conf" --ktls --send srv -- --ktls --send cli
+	accept_expect "--accept --ktls: the server's keys installed, data round-trips through the kernel" 0 \
+		'received: cli'
+else
+	hs -c "$tmp/srv.conf" --accept $A:0 --ktls
+	expect "--accept --ktls refuses to load the tls module" 3 'kernel TLS is not available'
+fi
 
 # --- kTLS through the kernel ---------------------------------------------
 

@@ -88,8 +88,10 @@ int main(int argc, char **argv)
 	CHECK(r == 0 && c.idle_timeout == 5 && c.handshake_timeout == 15 &&
 	      c.tls12 == 0 && c.encryption_only == 0 &&
 	      c.log_level == TLSH_LOG_INFO && c.trust_store[0] == '\0' &&
-	      c.priorities[0] == '\0',
-	      "a missing default config file means defaults");
+	      c.priorities[0] == '\0' && c.server_cert[0] == '\0' &&
+	      c.server_key[0] == '\0' && c.client_trust_store[0] == '\0' &&
+	      strcmp(c.server_psk_keyring, "tlsh-server-psk") == 0,
+	      "a missing default config file means defaults (no server certificate, PSK keyring tlsh-server-psk)");
 	r = tlsh_config_load(&c, "/nonexistent/tlsh-helper.conf", 1, err, sizeof(err));
 	CHECK(r == -ENOENT && strcmp(err, "/nonexistent/tlsh-helper.conf: cannot read: No such file or directory") == 0,
 	      "a missing explicit config file is an error: -ENOENT");
@@ -127,6 +129,27 @@ int main(int argc, char **argv)
 	r = parse(&c, "", err, sizeof(err));
 	CHECK(r == 0 && c.idle_timeout == 5, "an empty file means defaults");
 
+	/* the server role */
+	snprintf(text, sizeof(text),
+		 "server-certificate = %s\n"
+		 "\n"
+		 "server-private-key = %s\n"
+		 "client-trust-store = %s\n"
+		 "server-psk-keyring = nfsd-clients\n", ca, ca, ca);
+	r = parse(&c, text, err, sizeof(err));
+	CHECK(r == 0 && strcmp(c.server_cert, ca) == 0 && c.server_cert_line == 1 &&
+	      strcmp(c.server_key, ca) == 0 && c.server_key_line == 3 &&
+	      strcmp(c.client_trust_store, ca) == 0 && c.client_trust_store_line == 4 &&
+	      strcmp(c.server_psk_keyring, "nfsd-clients") == 0,
+	      "the server keys: certificate, key, client trust store, PSK keyring");
+	if (r)
+		DIAG("%s", err);
+	CHECK(strcmp(tlsh_config_file(&c), "t.conf") == 0,
+	      "messages name the file read");
+	tlsh_config_defaults(&c);
+	CHECK(strcmp(tlsh_config_file(&c), TLSH_CONFIG_FILE) == 0,
+	      "... or the default file");
+
 	/* malformed files: exact FILE:LINE: message */
 	expect_error("[global]\nfoo = 1\n", -EINVAL, "t.conf:2: unknown key 'foo'");
 	expect_error("idle-timeout = abc\n", -EINVAL,
@@ -158,6 +181,18 @@ int main(int argc, char **argv)
 		     "t.conf:1: bad value for trust-store: '/nonexistent/ca.pem': No such file or directory");
 	expect_error("priorities = NORMAL:+FOO-BAR\n", -EINVAL,
 		     "t.conf:1: bad value for priorities: 'NORMAL:+FOO-BAR': invalid priority string at '+FOO-BAR'");
+	snprintf(text, sizeof(text), "tls12 = no\nserver-certificate = %s\n", ca);
+	expect_error(text, -EINVAL,
+		     "t.conf:2: server-certificate without server-private-key");
+	snprintf(text, sizeof(text), "server-private-key = %s\n", ca);
+	expect_error(text, -EINVAL,
+		     "t.conf:1: server-private-key without server-certificate");
+	expect_error("client-trust-store = ca.pem\n", -EINVAL,
+		     "t.conf:1: bad value for client-trust-store: 'ca.pem': must be an absolute path");
+	expect_error("server-certificate = /nonexistent/srv.pem\n", -ENOENT,
+		     "t.conf:1: bad value for server-certificate: '/nonexistent/srv.pem': No such file or directory");
+	expect_error("server-psk-keyring = my ring\n", -EINVAL,
+		     "t.conf:1: bad value for server-psk-keyring: 'my ring': must be 1..255 printable characters without spaces");
 	expect_error("priorities = NORMAL SECURE\n", -EINVAL,
 		     "t.conf:1: bad value for priorities: 'NORMAL SECURE': must be 1..1024 printable characters without spaces");
 	{
@@ -204,6 +239,10 @@ int main(int argc, char **argv)
 	CHECK(strstr(prio, "+ECDHE-PSK") && strstr(prio, "+DHE-PSK") &&
 	      tlsh_config_check_priorities(prio, err, sizeof(err)) == 0,
 	      "PSK handshakes add the PSK key exchanges to the default");
+	tlsh_hs_priorities(&c, NULL, TLSH_TYPE_SERVERHELLO_PSK, prio, sizeof(prio));
+	CHECK(strstr(prio, "+ECDHE-PSK") && strstr(prio, "+DHE-PSK") &&
+	      tlsh_config_check_priorities(prio, err, sizeof(err)) == 0,
+	      "a PSK server's too");
 	tlsh_hs_priorities(&c, "NORMAL", TLSH_TYPE_CLIENTHELLO_PSK, prio, sizeof(prio));
 	CHECK(strcmp(prio, "NORMAL") == 0, "a kernel-supplied priority string is used as given");
 	c.tls12 = 0;

@@ -14,12 +14,22 @@
  * Also: error mapping (timeout, fatal alert, certificate not trusted,
  * cipher kTLS cannot take).
  *
- *   test_handshake DIR   (ca.pem, other-ca.pem, srv.pem, srv.key)
+ * The server role the same way, the other way round: tlsh_hs_run() as the
+ * server, a GnuTLS client on a thread: kTLS keys, no record after the
+ * handshake (no session ticket), the client trust store (a client without
+ * a certificate, with one that verifies, with one from another CA or for
+ * servers only), the identity key, the PSK lookup (a fake keyring) and its
+ * failures.
+ *
+ *   test_handshake DIR   (ca.pem, srv.pem, srv.key, client.pem, client.key,
+ *                         otherclient.pem, otherclient.key)
  */
 #include "config.h"
 #include "handshake.h"
+#include "keyring.h"
 #include "ktls.h"
 #include "log.h"
+#include "server.h"
 #include "tap.h"
 #include "util.h"
 
@@ -33,6 +43,7 @@
 #include <unistd.h>
 
 #include <gnutls/crypto.h>
+#include <keyutils.h>
 
 static const char *dir;
 static struct config cfg;
@@ -537,6 +548,376 @@ static void x509_cases(void)
 	      "x509: wrong name: -EKEYREJECTED, '%s'", err);
 }
 
+/* --- the server role: tlsh_hs_run() as the server, a GnuTLS client ---- */
+
+struct client {
+	int fd;
+	const char *prio;
+	struct tlsh_x509 x;		/* its certificate, if x.npcerts */
+	const char *psk_id;		/* PSK, or NULL */
+	unsigned char psk[32];
+	pthread_t thread;
+	int hs_ret, alert;
+	ssize_t recv_ret;
+	char got[64];			/* what the client received */
+};
+
+/* hands the certificate over whatever CAs the server names */
+static int client_cert(gnutls_session_t s, const gnutls_datum_t *req_ca_dn,
+		       int nreqs, const gnutls_pk_algorithm_t *pk_algos,
+		       int pk_algos_length, gnutls_pcert_st **pcert,
+		       unsigned int *pcert_length, gnutls_privkey_t *pkey)
+{
+	struct client *c = gnutls_session_get_ptr(s);
+
+	(void)req_ca_dn;
+	(void)nreqs;
+	(void)pk_algos;
+	(void)pk_algos_length;
+	*pcert = c->x.npcerts ? c->x.pcerts : NULL;
+	*pcert_length = c->x.npcerts;
+	*pkey = c->x.npcerts ? c->x.key : NULL;
+	return 0;
+}
+
+static void *client_main(void *arg)
+{
+	struct client *c = arg;
+	gnutls_session_t s;
+	gnutls_certificate_credentials_t xc = NULL;
+	gnutls_psk_client_credentials_t pc = NULL;
+
+	gnutls_init(&s, GNUTLS_CLIENT | GNUTLS_NO_SIGNAL);
+	gnutls_session_set_ptr(s, c);
+	gnutls_priority_set_direct(s, c->prio, NULL);
+	if (c->psk_id) {
+		gnutls_datum_t k = { c->psk, sizeof(c->psk) };
+
+		gnutls_psk_allocate_client_credentials(&pc);
+		gnutls_psk_set_client_credentials(pc, c->psk_id, &k, GNUTLS_PSK_KEY_RAW);
+		gnutls_credentials_set(s, GNUTLS_CRD_PSK, pc);
+	} else {
+		gnutls_certificate_allocate_credentials(&xc);
+		gnutls_certificate_set_retrieve_function2(xc, client_cert);
+		gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, xc);
+	}
+	gnutls_transport_set_int(s, c->fd);
+	gnutls_handshake_set_timeout(s, 5000);
+	do {
+		c->hs_ret = gnutls_handshake(s);
+	} while (c->hs_ret < 0 && !gnutls_error_is_fatal(c->hs_ret));
+	if (c->hs_ret == GNUTLS_E_FATAL_ALERT_RECEIVED)
+		c->alert = (int)gnutls_alert_get(s);
+	if (c->hs_ret == 0) {
+		ssize_t n;
+
+		gnutls_record_set_timeout(s, 5000);
+		gnutls_record_send(s, "hello", 5);
+		do {
+			n = gnutls_record_recv(s, c->got, sizeof(c->got) - 1);
+		} while (n == GNUTLS_E_AGAIN || n == GNUTLS_E_INTERRUPTED);
+		if (n > 0)
+			c->got[n] = '\0';
+		if (n == GNUTLS_E_FATAL_ALERT_RECEIVED)
+			c->alert = (int)gnutls_alert_get(s);
+		c->recv_ret = n;
+	}
+	gnutls_deinit(s);
+	if (pc)
+		gnutls_psk_free_client_credentials(pc);
+	if (xc)
+		gnutls_certificate_free_credentials(xc);
+	return NULL;
+}
+
+/* A certificate and key from DIR into x (both PEM) */
+static int load_x509(const char *cert, const char *key, struct tlsh_x509 *x)
+{
+	char path[4096], err[256];
+	unsigned char *buf;
+	size_t len;
+	int r;
+
+	memset(x, 0, sizeof(*x));
+	snprintf(path, sizeof(path), "%s/%s", dir, cert);
+	if (tlsh_read_file(path, TLSH_PAYLOAD_MAX, &buf, &len))
+		return -1;
+	r = tlsh_keyring_parse_certs(x, buf, len, err, sizeof(err));
+	free(buf);
+	snprintf(path, sizeof(path), "%s/%s", dir, key);
+	if (r || tlsh_read_file(path, TLSH_PAYLOAD_MAX, &buf, &len))
+		return -1;
+	r = tlsh_keyring_parse_privkey(x, buf, len, err, sizeof(err));
+	free(buf);
+	if (r)
+		DIAG("%s: %s", key, err);
+	return r;
+}
+
+/* The clients' PSKs, as a keyring would give them: client1 only */
+static int fake_lookup(void *arg, const char *identity, struct tlsh_psk *psk,
+		       int32_t *serial, char *err, size_t errlen)
+{
+	(void)arg;
+	if (strcmp(identity, "client1") != 0) {
+		snprintf(err, errlen, "no PSK for identity '%s' here", identity);
+		return -ENOKEY;
+	}
+	strcpy(psk->identity, "client1");
+	memcpy(psk->key, psk_key, sizeof(psk_key));
+	psk->keylen = sizeof(psk_key);
+	*serial = 4242;
+	return 0;
+}
+
+/* Run a server handshake of type against client c (started here) on a
+ * socketpair; the server's fd is returned in *sfd */
+static int serve(struct client *c, int type, const struct tlsh_x509 *own,
+		 const char *prio, struct hs_session *hs, int *sfd, char *err,
+		 size_t errlen)
+{
+	struct hs_params hp;
+	int sp[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
+		return -1;
+	c->fd = sp[1];
+	c->prio = prio;
+	pthread_create(&c->thread, NULL, client_main, c);
+	memset(&hp, 0, sizeof(hp));
+	hp.type = type;
+	hp.x509 = own;
+	hp.psk_lookup = fake_lookup;
+	hp.timeout_ms = 5000;
+	*sfd = sp[0];
+	err[0] = '\0';
+	return tlsh_hs_run(hs, sp[0], &hp, err, errlen);
+}
+
+static void serve_done(struct client *c, struct hs_session *hs, int sfd)
+{
+	shutdown(sfd, SHUT_RDWR);
+	pthread_join(c->thread, NULL);
+	close(sfd);
+	close(c->fd);
+	tlsh_hs_session_free(hs);
+	tlsh_keyring_x509_free(&c->x);
+}
+
+/* What kTLS would do with the server's keys: open the client's "hello"
+ * with TLS_RX, seal "world" with TLS_TX; and in TLS 1.3 nothing was sent
+ * after the handshake (no NewSessionTicket: TLS_TX's sequence is 0; a
+ * GnuTLS server sends tickets only with a ticket key, which we never set,
+ * and GNUTLS_NO_TICKETS says so too) */
+static int server_ktls_ok(struct hs_session *hs, int sfd, int tls13)
+{
+	union ktls_crypto_info tx, rx;
+	socklen_t txlen = 0, rxlen = 0;
+	char err[256];
+	struct kparams k;
+	int ok = 0;
+
+	if (tlsh_ktls_fill(hs->session, 0, &tx, &txlen, err, sizeof(err)) == 0 &&
+	    tlsh_ktls_fill(hs->session, 1, &rx, &rxlen, err, sizeof(err)) == 0 &&
+	    kparams(&tx, &k) == 0) {
+		static const unsigned char zero[8];
+		unsigned char rec[512];
+		char got[64];
+		ssize_t rl;
+
+		ok = !tls13 || memcmp(k.seq, zero, 8) == 0;
+		if (!ok)
+			DIAG("TLS_TX starts after a record sent after the handshake");
+		ok = ok && open_record(&rx, sfd, got, sizeof(got)) == 0 &&
+		     strcmp(got, "hello") == 0;
+		rl = seal(&tx, "world", rec, sizeof(rec));
+		ok = ok && rl > 0 && write(sfd, rec, (size_t)rl) == rl;
+	}
+	explicit_bzero(&tx, sizeof(tx));
+	explicit_bzero(&rx, sizeof(rx));
+	return ok;
+}
+
+static void server_ktls_case(const char *ver, const char *cipher, int psk)
+{
+	char prio[512], err[512];
+	struct hs_session hs;
+	struct tlsh_x509 own;
+	struct client c;
+	int sfd, r, ok;
+
+	snprintf(prio, sizeof(prio), "NORMAL:-VERS-ALL:+VERS-%s:-CIPHER-ALL:+%s%s",
+		 ver, cipher, psk ? ":+ECDHE-PSK:+DHE-PSK:+PSK" : "");
+	memset(&c, 0, sizeof(c));
+	if (psk) {
+		c.psk_id = "client1";
+		memcpy(c.psk, psk_key, sizeof(psk_key));
+	}
+	load_x509("srv.pem", "srv.key", &own);
+	r = serve(&c, psk ? TLSH_TYPE_SERVERHELLO_PSK : TLSH_TYPE_SERVERHELLO_X509,
+		  &own, prio, &hs, &sfd, err, sizeof(err));
+	ok = r == 0 && server_ktls_ok(&hs, sfd, strcmp(ver, "TLS1.3") == 0);
+	if (r)
+		DIAG("server handshake: %s", err);
+	serve_done(&c, &hs, sfd);
+	tlsh_keyring_x509_free(&own);
+	CHECK(ok && strcmp(c.got, "world") == 0,
+	      "server %s %s%s: TLS_RX opens what the client sends, TLS_TX seals what it accepts%s",
+	      ver, cipher, psk ? " PSK" : "",
+	      strcmp(ver, "TLS1.3") == 0 ?
+	      ", nothing was sent after the handshake (TLS_TX's sequence is 0)" : "");
+}
+
+static void server_x509_cases(void)
+{
+	char err[512], desc[TLSH_CLIENT_KEY_DESC], name[300];
+	const char *prio = "NORMAL:-VERS-ALL:+VERS-TLS1.3";
+	struct hs_session hs;
+	struct tlsh_x509 own;
+	struct client c;
+	int32_t serial = -1;
+	int sfd, r, ok;
+
+	load_x509("srv.pem", "srv.key", &own);
+
+	/* a client without a certificate: accepted, not authenticated */
+	memset(&c, 0, sizeof(c));
+	r = serve(&c, TLSH_TYPE_SERVERHELLO_X509, &own, prio, &hs, &sfd, err, sizeof(err));
+	ok = r == 0 && tlsh_server_identity(&hs, &serial, desc, err, sizeof(err)) == 0;
+	tlsh_server_client_name(&hs, name, sizeof(name));
+	serve_done(&c, &hs, sfd);
+	CHECK(ok && serial == 0 && !hs.client_verified &&
+	      strcmp(name, "unauthenticated client") == 0,
+	      "server x509: a client without a certificate is accepted, unauthenticated, no identity key (%s)",
+	      r ? err : name);
+
+	/* a client certificate from the client trust store's CA */
+	memset(&c, 0, sizeof(c));
+	load_x509("client.pem", "client.key", &c.x);
+	r = serve(&c, TLSH_TYPE_SERVERHELLO_X509, &own, prio, &hs, &sfd, err, sizeof(err));
+	ok = r == 0 && hs.client_verified;
+	tlsh_server_client_name(&hs, name, sizeof(name));
+	CHECK(ok && strcmp(name, "CN=client.test") == 0,
+	      "server x509: a client certificate signed by the client trust store's CA verifies (%s)",
+	      r ? err : name);
+	serial = 0;
+	if (ok && tlsh_server_identity(&hs, &serial, desc, err, sizeof(err)) == 0 &&
+	    serial > 0) {
+		const gnutls_datum_t *peer = gnutls_certificate_get_peers(hs.session,
+									  &(unsigned){ 0 });
+		unsigned char sum[32], payload[4096];
+		char want[TLSH_CLIENT_KEY_DESC];
+		long n = keyctl_read(serial, (char *)payload, sizeof(payload));
+
+		gnutls_hash_fast(GNUTLS_DIG_SHA256, peer->data, peer->size, sum);
+		strcpy(want, "tlsh:client:");
+		for (int i = 0; i < 32; i++)
+			snprintf(want + 12 + 2 * i, 3, "%02x", sum[i]);
+		CHECK(strcmp(desc, want) == 0 && n == (long)peer->size &&
+		      memcmp(payload, peer->data, peer->size) == 0 &&
+		      keyctl_search(KEY_SPEC_PROCESS_KEYRING, "user", desc, 0) == serial,
+		      "server x509: the identity key is a user key in the process keyring, the client's DER certificate described tlsh:client:<sha256>");
+	} else {
+		CHECK(0, "server x509: an identity key for the verified client: %s", err);
+	}
+	serve_done(&c, &hs, sfd);
+
+	/* a client certificate from another CA: refused, with an alert */
+	memset(&c, 0, sizeof(c));
+	load_x509("otherclient.pem", "otherclient.key", &c.x);
+	r = serve(&c, TLSH_TYPE_SERVERHELLO_X509, &own, prio, &hs, &sfd, err, sizeof(err));
+	serve_done(&c, &hs, sfd);
+	CHECK(r == -EKEYREJECTED &&
+	      strcmp(err, "client certificate 'CN=other client' not trusted: signer unknown") == 0 &&
+	      c.alert == GNUTLS_A_UNKNOWN_CA,
+	      "server x509: a client certificate from another CA: -EKEYREJECTED, '%s', the client gets unknown_ca",
+	      err);
+
+	/* a certificate for TLS servers only, as a client's */
+	memset(&c, 0, sizeof(c));
+	load_x509("srv.pem", "srv.key", &c.x);
+	r = serve(&c, TLSH_TYPE_SERVERHELLO_X509, &own, prio, &hs, &sfd, err, sizeof(err));
+	serve_done(&c, &hs, sfd);
+	CHECK(r == -EKEYREJECTED && strstr(err, "not trusted: not a TLS client certificate"),
+	      "server x509: a server-only certificate as a client's: -EKEYREJECTED, '%s'", err);
+
+	/* TLS 1.2 too */
+	memset(&c, 0, sizeof(c));
+	load_x509("client.pem", "client.key", &c.x);
+	r = serve(&c, TLSH_TYPE_SERVERHELLO_X509, &own, "NORMAL:-VERS-ALL:+VERS-TLS1.2",
+		  &hs, &sfd, err, sizeof(err));
+	ok = r == 0 && hs.client_verified &&
+	     gnutls_protocol_get_version(hs.session) == GNUTLS_TLS1_2;
+	serve_done(&c, &hs, sfd);
+	CHECK(ok, "server x509: TLS 1.2 with a verified client certificate%s%s",
+	      r ? ": " : "", r ? err : "");
+
+	/* no certificate of its own */
+	memset(&c, 0, sizeof(c));
+	r = serve(&c, TLSH_TYPE_SERVERHELLO_X509, NULL, prio, &hs, &sfd, err, sizeof(err));
+	serve_done(&c, &hs, sfd);
+	CHECK(r == -ENOKEY, "server x509 without a certificate: -ENOKEY");
+	tlsh_keyring_x509_free(&own);
+}
+
+static void server_psk_cases(void)
+{
+	const char *prio = "NORMAL:-VERS-ALL:+VERS-TLS1.3:+ECDHE-PSK:+DHE-PSK:+PSK";
+	char err[512], desc[TLSH_CLIENT_KEY_DESC], name[300];
+	struct hs_session hs;
+	struct client c;
+	int32_t serial = 0;
+	int sfd, r, ok;
+
+	memset(&c, 0, sizeof(c));
+	c.psk_id = "client1";
+	memcpy(c.psk, psk_key, sizeof(psk_key));
+	r = serve(&c, TLSH_TYPE_SERVERHELLO_PSK, NULL, prio, &hs, &sfd, err, sizeof(err));
+	ok = r == 0 && tlsh_server_identity(&hs, &serial, desc, err, sizeof(err)) == 0;
+	tlsh_server_client_name(&hs, name, sizeof(name));
+	serve_done(&c, &hs, sfd);
+	CHECK(ok && serial == 4242 && strcmp(name, "PSK identity client1") == 0,
+	      "server PSK: the identity's key from the lookup, its serial for TLSH_PEER_IDENTITY (%s)",
+	      r ? err : name);
+
+	memset(&c, 0, sizeof(c));
+	c.psk_id = "stranger";
+	memcpy(c.psk, psk_key, sizeof(psk_key));
+	r = serve(&c, TLSH_TYPE_SERVERHELLO_PSK, NULL, prio, &hs, &sfd, err, sizeof(err));
+	serve_done(&c, &hs, sfd);
+	CHECK(r == -EKEYREJECTED && strcmp(err, "no PSK for identity 'stranger' here") == 0 &&
+	      c.alert == GNUTLS_A_UNKNOWN_PSK_IDENTITY,
+	      "server PSK: an unknown identity: -EKEYREJECTED with the lookup's reason, the client gets unknown_psk_identity");
+
+	memset(&c, 0, sizeof(c));
+	c.psk_id = "client1";
+	memcpy(c.psk, psk_key, sizeof(psk_key));
+	c.psk[0] ^= 0xff;
+	r = serve(&c, TLSH_TYPE_SERVERHELLO_PSK, NULL, prio, &hs, &sfd, err, sizeof(err));
+	serve_done(&c, &hs, sfd);
+	CHECK(r == -EKEYREJECTED &&
+	      strcmp(err, "the client's key for PSK identity 'client1' does not match key 4242") == 0,
+	      "server PSK: the wrong key for a known identity: -EKEYREJECTED, '%s'", err);
+
+	memset(&c, 0, sizeof(c));
+	c.psk_id = "two words";
+	memcpy(c.psk, psk_key, sizeof(psk_key));
+	r = serve(&c, TLSH_TYPE_SERVERHELLO_PSK, NULL, prio, &hs, &sfd, err, sizeof(err));
+	serve_done(&c, &hs, sfd);
+	CHECK(r == -EKEYREJECTED && strstr(err, "the client offered a PSK identity of 9 bytes that is not"),
+	      "server PSK: an identity no key could be named by is not looked up: -EKEYREJECTED");
+
+	memset(&c, 0, sizeof(c));
+	c.psk_id = "client1";
+	memcpy(c.psk, psk_key, sizeof(psk_key));
+	r = serve(&c, TLSH_TYPE_SERVERHELLO_PSK, NULL,
+		  "NORMAL:-VERS-ALL:+VERS-TLS1.2:+ECDHE-PSK:+DHE-PSK:+PSK", &hs, &sfd,
+		  err, sizeof(err));
+	ok = r == 0 && gnutls_protocol_get_version(hs.session) == GNUTLS_TLS1_2;
+	serve_done(&c, &hs, sfd);
+	CHECK(ok, "server PSK: TLS 1.2%s%s", r ? ": " : "", r ? err : "");
+}
+
 int main(int argc, char **argv)
 {
 	static const char *const ciphers[] = {
@@ -555,6 +936,8 @@ int main(int argc, char **argv)
 	cfg.tls12 = 1;
 	snprintf(path, sizeof(path), "%s/ca.pem", dir);
 	tlsh_copy_string(cfg.trust_store, sizeof(cfg.trust_store), path);
+	/* the server's side asks clients for a certificate */
+	tlsh_copy_string(cfg.client_trust_store, sizeof(cfg.client_trust_store), path);
 	if (tlsh_hs_global_init(&cfg, err, sizeof(err)) < 0) {
 		CHECK(0, "tlsh_hs_global_init: %s", err);
 		return 1;
@@ -566,6 +949,12 @@ int main(int argc, char **argv)
 	ktls_case("TLS1.2", "AES-128-CCM", 0, 1);
 	error_cases();
 	x509_cases();
+	for (size_t i = 0; i < 4; i++)
+		server_ktls_case("TLS1.3", ciphers[i], 0);
+	server_ktls_case("TLS1.2", "AES-256-GCM", 0);
+	server_ktls_case("TLS1.3", "AES-128-GCM", 1);
+	server_x509_cases();
+	server_psk_cases();
 	/* the wait for a TLS 1.3 server's verdict on our certificate */
 	CHECK(tlsh_hs_verdict_wait_ms(3, 15000) == 100 &&
 	      tlsh_hs_verdict_wait_ms(100, 15000) == 300 &&

@@ -4,11 +4,15 @@
  * from buffers, then a real keyring round trip in a private anonymous
  * session keyring: user keys added here are read back by serial, and the
  * failures (no such key, not a user key, no read permission) are clear.
+ * The server role's keys the same way: a PSK keyring found by name, a
+ * client's PSK found by identity in it, the key naming a verified client.
  *
  *   test_keyring DIR   (DIR from run.sh: srv.pem srv.der chain.pem
  *                       srv.key srv.key.der other.key enc.key)
  */
+#include "config.h"
 #include "keyring.h"
+#include "server.h"
 #include "tap.h"
 #include "util.h"
 
@@ -17,6 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
+#include <gnutls/crypto.h>
 #include <keyutils.h>
 
 static const char *dir;
@@ -108,7 +115,7 @@ static void test_buffers(void)
 	CHECK(pair("srv.der", "srv.key.der", err, sizeof(err)) == 0,
 	      "DER private key matching the DER certificate");
 	r = pair("srv.pem", "other.key", err, sizeof(err));
-	CHECK(r == -EINVAL && strcmp(err, "client certificate and private key do not match") == 0,
+	CHECK(r == -EINVAL && strcmp(err, "certificate and private key do not match") == 0,
 	      "a private key of another certificate is refused");
 	r = pair("srv.pem", "enc.key", err, sizeof(err));
 	CHECK(r == -EINVAL && strstr(err, "encrypted"), "an encrypted private key is refused: '%s'", err);
@@ -229,6 +236,90 @@ static void test_keyring(void)
 	free(key);
 }
 
+/* The server role: in the test's private session keyring */
+static void test_server_keys(void)
+{
+	char name[64], err[512], desc[TLSH_CLIENT_KEY_DESC], want[TLSH_CLIENT_KEY_DESC];
+	unsigned char sum[32], got[4096];
+	struct tlsh_server_psk_file pf;
+	struct config cfg;
+	struct tlsh_psk p;
+	key_serial_t ring, kc, kx;
+	int32_t serial = 0, found;
+	unsigned char *der;
+	size_t dl;
+	long n;
+	int r;
+
+	snprintf(name, sizeof(name), "tlsh-unit-psk-%d", (int)getpid());
+	ring = add_key("keyring", name, NULL, 0, KEY_SPEC_SESSION_KEYRING);
+	kc = add_key("user", "client1", "client1:" HEX32 "\n", 8 + 64 + 1, ring);
+	kx = add_key("user", "mismatch", "other:" HEX32, 6 + 64, ring);
+	CHECK(ring > 0 && kc > 0 && kx > 0, "a PSK keyring with two user keys");
+
+	found = tlsh_keyring_find_ring(name, err, sizeof(err));
+	CHECK(found == ring, "the keyring is found by its name (%d)", found);
+	found = tlsh_keyring_find_ring("tlsh-unit-no-such-ring", err, sizeof(err));
+	CHECK(found == -ENOKEY &&
+	      strcmp(err, "no key ring 'tlsh-unit-no-such-ring': Required key not available") == 0,
+	      "a keyring name not found: -ENOKEY, '%s'", err);
+	tlsh_config_defaults(&cfg);
+	CHECK(tlsh_server_psk_keyring(&cfg, 1234, err, sizeof(err)) == 1234,
+	      "a request's keyring comes before the configured one");
+	snprintf(cfg.server_psk_keyring, sizeof(cfg.server_psk_keyring), "%s", name);
+	found = tlsh_server_psk_keyring(&cfg, 0, err, sizeof(err));
+	CHECK(found == ring, "without one, the configured server-psk-keyring (%d)", found);
+	snprintf(cfg.server_psk_keyring, sizeof(cfg.server_psk_keyring), "tlsh-unit-none");
+	found = tlsh_server_psk_keyring(&cfg, 0, err, sizeof(err));
+	CHECK(found == -ENOKEY && strstr(err, "(server-psk-keyring in /") != NULL,
+	      "a configured keyring that does not exist: -ENOKEY, '%s'", err);
+
+	r = tlsh_keyring_find_psk(ring, "client1", &p, &serial, err, sizeof(err));
+	CHECK(r == 0 && serial == kc && strcmp(p.identity, "client1") == 0 &&
+	      p.keylen == 32 && p.key[31] == 0x1f,
+	      "a client's PSK by identity: the key described so, its serial");
+	tlsh_keyring_psk_clear(&p);
+	r = tlsh_keyring_find_psk(ring, "nobody", &p, &serial, err, sizeof(err));
+	snprintf(want, sizeof(want), "no PSK for identity 'nobody' in key ring %d", ring);
+	CHECK(r == -ENOKEY && serial == 0 && strcmp(err, want) == 0,
+	      "an identity without a key: -ENOKEY, '%s'", err);
+	r = tlsh_keyring_find_psk(ring, "mismatch", &p, &serial, err, sizeof(err));
+	CHECK(r == -EINVAL && serial == 0 && strstr(err, "for identity 'mismatch': no PSK for identity 'mismatch'"),
+	      "a key whose payload names another identity: -EINVAL, '%s'", err);
+	pf.buf = (const unsigned char *)"other:" HEX32 "\nclient1:" HEX32 "\n";
+	pf.len = strlen((const char *)pf.buf);
+	r = tlsh_server_psk_from_file(&pf, "client1", &p, &serial, err, sizeof(err));
+	CHECK(r == 0 && serial == 0 && p.keylen == 32,
+	      "a psktool file: the identity's line, no key serial");
+	tlsh_keyring_psk_clear(&p);
+
+	/* another user's keyring of that name is not taken */
+	if (keyctl_chown(ring, 65534, -1) == 0) {
+		found = tlsh_keyring_find_ring(name, err, sizeof(err));
+		CHECK(found == -EACCES && strstr(err, "is not ours"),
+		      "a keyring of that name that another user owns: -EACCES, '%s'", err);
+	} else {
+		tap_check(1, "a keyring of that name that another user owns # SKIP keyctl_chown: %s",
+			  strerror(errno));
+	}
+
+	/* the key naming a verified client */
+	der = load("srv.der", &dl);
+	found = tlsh_keyring_add_client_cert(der, dl, desc, err, sizeof(err));
+	gnutls_hash_fast(GNUTLS_DIG_SHA256, der, dl, sum);
+	strcpy(want, TLSH_CLIENT_KEY_PREFIX);
+	for (int i = 0; i < 32; i++)
+		snprintf(want + strlen(TLSH_CLIENT_KEY_PREFIX) + 2 * i, 3, "%02x", sum[i]);
+	n = found > 0 ? keyctl_read(found, (char *)got, sizeof(got)) : -1;
+	CHECK(found > 0 && strcmp(desc, want) == 0 && n == (long)dl &&
+	      memcmp(got, der, dl) == 0 &&
+	      keyctl_search(KEY_SPEC_PROCESS_KEYRING, "user", desc, 0) == found,
+	      "a client's certificate: a user key in the process keyring, described tlsh:client:<sha256 of the DER>");
+	CHECK(tlsh_keyring_add_client_cert(NULL, 0, desc, err, sizeof(err)) == -EINVAL,
+	      "no certificate, no key: -EINVAL");
+	free(der);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -238,5 +329,6 @@ int main(int argc, char **argv)
 	dir = argv[1];
 	test_buffers();
 	test_keyring();
+	test_server_keys();
 	return tap_done();
 }

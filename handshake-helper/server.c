@@ -1,0 +1,449 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The server role (TLSH_TYPE_SERVERHELLO_X509 and _PSK): what differs from
+ * a client's handshake.  The rest (priorities, the deadline, alerts, kTLS)
+ * is handshake.c's.
+ *
+ * x509: one certificate credential, set up once at start-up, holds the
+ * client trust store (and the CRL); the server's certificate and key are
+ * handed out per session through the retrieve callback, as a client's
+ * are.  With a client trust store the server asks for a certificate: one
+ * that is offered must verify (verify_client(), during the handshake), a
+ * client that offers none is accepted, unauthenticated.  Without one it
+ * asks for none.
+ *
+ * PSK: the identity the client offers names a key, looked up per
+ * handshake (psk_callback()) in a keyring, or in a file for --accept.
+ */
+#include "server.h"
+#include "log.h"
+#include "util.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <gnutls/x509.h>
+
+/* RFC 9289, Section 5.2.1: a client certificate may carry
+ * id-kp-rpcTLSClient instead of (or besides) id-kp-clientAuth */
+#define TLSH_KP_RPC_TLS_CLIENT	"1.3.6.1.5.5.7.3.33"
+
+static gnutls_certificate_credentials_t srv_xcred;
+static const struct config *srv_cfg;
+
+/*
+ * A certificate chain and its key from files into x.  0 or -errno with
+ * the reason in err; *bad_key says which file it is about.
+ */
+static int load_pair(const char *cert, const char *key, struct tlsh_x509 *x,
+		     int *bad_key, char *err, size_t errlen)
+{
+	unsigned char *buf = NULL;
+	size_t len = 0;
+	char why[256];
+	int ret;
+
+	*bad_key = 0;
+	ret = tlsh_read_file(cert, TLSH_PAYLOAD_MAX, &buf, &len);
+	if (ret) {
+		snprintf(err, errlen, "server-certificate %s: %s", cert,
+			 ret == -EFBIG ? "file too large" : strerror(-ret));
+		return ret;
+	}
+	ret = tlsh_keyring_parse_certs(x, buf, len, why, sizeof(why));
+	tlsh_keyring_free_payload(buf, len);
+	if (ret) {
+		snprintf(err, errlen, "server-certificate %s: %s", cert, why);
+		return ret;
+	}
+	*bad_key = 1;
+	ret = tlsh_read_file(key, TLSH_PAYLOAD_MAX, &buf, &len);
+	if (ret) {
+		tlsh_keyring_x509_free(x);
+		snprintf(err, errlen, "server-private-key %s: %s", key,
+			 ret == -EFBIG ? "file too large" : strerror(-ret));
+		return ret;
+	}
+	(void)mlock(buf, len);	/* best effort; unlocked when freed */
+	ret = tlsh_keyring_parse_privkey(x, buf, len, why, sizeof(why));
+	tlsh_keyring_free_payload(buf, len);
+	if (ret) {
+		tlsh_keyring_x509_free(x);
+		snprintf(err, errlen, "server-private-key %s: %s", key, why);
+		return ret;
+	}
+	return 0;
+}
+
+int tlsh_server_load_configured(const struct config *cfg, struct tlsh_x509 *x,
+				char *err, size_t errlen)
+{
+	int bad_key;
+
+	if (!cfg->server_cert[0]) {
+		snprintf(err, errlen,
+			 "no server certificate configured (server-certificate in %s)",
+			 tlsh_config_file(cfg));
+		return -ENOKEY;
+	}
+	return load_pair(cfg->server_cert, cfg->server_key, x, &bad_key, err,
+			 errlen);
+}
+
+/* The subject of DER certificate der, RFC 4514, without control
+ * characters (it goes into log lines) */
+static void subject_of(const gnutls_datum_t *der, char *buf, size_t len)
+{
+	gnutls_x509_crt_t crt;
+	gnutls_datum_t dn = { NULL, 0 };
+
+	tlsh_copy_string(buf, len, "unreadable subject");
+	if (gnutls_x509_crt_init(&crt) < 0)
+		return;
+	if (gnutls_x509_crt_import(crt, der, GNUTLS_X509_FMT_DER) == 0 &&
+	    gnutls_x509_crt_get_dn3(crt, &dn, 0) == 0) {
+		size_t i;
+
+		for (i = 0; i < dn.size && i + 1 < len; i++)
+			buf[i] = dn.data[i] < 0x20 || dn.data[i] == 0x7f ?
+				 '?' : (char)dn.data[i];
+		buf[i] = '\0';
+		if (i < dn.size && len > 4)
+			memcpy(buf + len - 4, "...", 4);
+		if (!dn.size)
+			tlsh_copy_string(buf, len, "empty subject");
+	}
+	gnutls_free(dn.data);
+	gnutls_x509_crt_deinit(crt);
+}
+
+/*
+ * Verify a client's certificate during the handshake, so that one that
+ * does not verify fails it with the reason kept for classify(), and an
+ * alert.  The chain must verify for clientAuth, or else for rpcTLSClient;
+ * no name is checked (the consumer decides what the identity may do).
+ */
+static int verify_client(gnutls_session_t s)
+{
+	struct hs_session *hs = gnutls_session_get_ptr(s);
+	const gnutls_datum_t *certs;
+	unsigned n = 0;
+
+	if (!hs || !hs->nvdata)
+		return 0;
+	certs = gnutls_certificate_get_peers(s, &n);
+	if (!certs || !n)
+		return 0;	/* none: a client not authenticated */
+	subject_of(&certs[0], hs->client, sizeof(hs->client));
+	/* GnuTLS's contract: non-zero ends the handshake */
+	if (tlsh_hs_verify_peer(hs, GNUTLS_KP_TLS_WWW_CLIENT,
+				TLSH_KP_RPC_TLS_CLIENT))
+		return -1;
+	hs->client_verified = 1;
+	return 0;
+}
+
+int tlsh_server_global_init(const struct config *cfg, char *err, size_t errlen)
+{
+	int ret;
+
+	srv_cfg = cfg;
+	ret = gnutls_certificate_allocate_credentials(&srv_xcred);
+	if (ret < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	gnutls_certificate_set_retrieve_function2(srv_xcred, tlsh_hs_retrieve_cert);
+	gnutls_certificate_set_verify_function(srv_xcred, verify_client);
+	/* TLS 1.2 DHE-RSA: an RFC 7919 group of the medium security level */
+	(void)gnutls_certificate_set_known_dh_params(srv_xcred,
+						     GNUTLS_SEC_PARAM_MEDIUM);
+	if (cfg->server_cert[0]) {
+		struct tlsh_x509 x;
+		char why[PATH_MAX + 300];
+		int bad_key;
+
+		memset(&x, 0, sizeof(x));
+		ret = load_pair(cfg->server_cert, cfg->server_key, &x, &bad_key,
+				why, sizeof(why));
+		tlsh_keyring_x509_free(&x);
+		if (ret) {
+			snprintf(err, errlen, "%s:%u: %s", cfg->file,
+				 bad_key ? cfg->server_key_line :
+				 cfg->server_cert_line, why);
+			return ret;
+		}
+	}
+	if (!cfg->client_trust_store[0])
+		return 0;
+	ret = gnutls_certificate_set_x509_trust_file(srv_xcred,
+			cfg->client_trust_store, GNUTLS_X509_FMT_PEM);
+	if (ret <= 0) {
+		snprintf(err, errlen, "%s:%u: client-trust-store %s: %s",
+			 cfg->file, cfg->client_trust_store_line,
+			 cfg->client_trust_store,
+			 ret < 0 ? gnutls_strerror(ret) : "no PEM certificates in file");
+		return ret == GNUTLS_E_MEMORY_ERROR ? -ENOMEM : -EINVAL;
+	}
+	log_debug("loaded %d CA certificates for client certificates from %s",
+		  ret, cfg->client_trust_store);
+	if (cfg->crl[0]) {
+		ret = gnutls_certificate_set_x509_crl_file(srv_xcred, cfg->crl,
+							   GNUTLS_X509_FMT_PEM);
+		if (ret <= 0)
+			ret = gnutls_certificate_set_x509_crl_file(srv_xcred,
+					cfg->crl, GNUTLS_X509_FMT_DER);
+		if (ret <= 0) {
+			snprintf(err, errlen, "%s:%u: crl %s: %s", cfg->file,
+				 cfg->crl_line, cfg->crl,
+				 ret < 0 ? gnutls_strerror(ret) : "no CRL in file");
+			return ret == GNUTLS_E_MEMORY_ERROR ? -ENOMEM : -EINVAL;
+		}
+	}
+	return 0;
+}
+
+void tlsh_server_global_deinit(void)
+{
+	if (srv_xcred)
+		gnutls_certificate_free_credentials(srv_xcred);
+	srv_xcred = NULL;
+}
+
+int32_t tlsh_server_psk_keyring(const struct config *cfg, int32_t keyring,
+				char *err, size_t errlen)
+{
+	char why[512];
+	int32_t ring;
+	int ret;
+
+	if (keyring > 0)
+		return keyring;
+	ret = tlsh_keyring_use_user_keyring(err, errlen);
+	if (ret)
+		return ret;
+	ring = tlsh_keyring_find_ring(cfg->server_psk_keyring, why, sizeof(why));
+	if (ring < 0)
+		snprintf(err, errlen, "%s (server-psk-keyring in %s)", why,
+			 tlsh_config_file(cfg));
+	return ring;
+}
+
+int tlsh_server_psk_from_keyring(void *arg, const char *identity,
+				 struct tlsh_psk *psk, int32_t *serial,
+				 char *err, size_t errlen)
+{
+	return tlsh_keyring_find_psk(*(const int32_t *)arg, identity, psk,
+				     serial, err, errlen);
+}
+
+int tlsh_server_psk_from_file(void *arg, const char *identity,
+			      struct tlsh_psk *psk, int32_t *serial,
+			      char *err, size_t errlen)
+{
+	const struct tlsh_server_psk_file *f = arg;
+
+	*serial = 0;
+	return tlsh_keyring_parse_psk(psk, f->buf, f->len, identity, err,
+				      errlen);
+}
+
+/* What a PSK identity may be: what a payload line can hold */
+static bool valid_identity(const gnutls_datum_t *id)
+{
+	if (!id->size || id->size > TLSH_PSK_ID_MAX)
+		return false;
+	for (unsigned i = 0; i < id->size; i++)
+		if (id->data[i] <= 0x20 || id->data[i] >= 0x7f ||
+		    id->data[i] == ':')
+			return false;
+	return true;
+}
+
+/*
+ * The PSK of the identity the client offers, handed to GnuTLS (which wipes
+ * its copy when done).  A lookup that fails is kept (hs->psk_error,
+ * psk_why) for classify(): the handshake then fails with that reason.
+ */
+static int psk_callback(gnutls_session_t s, const gnutls_datum_t *id,
+			gnutls_datum_t *key)
+{
+	struct hs_session *hs = gnutls_session_get_ptr(s);
+	char ident[TLSH_PSK_ID_MAX + 1];
+	struct tlsh_psk psk;
+	int32_t serial = 0;
+	int ret;
+
+	/* GnuTLS's contract: non-zero is a failure */
+	if (!hs || !hs->psk_lookup)
+		return -1;
+	if (!valid_identity(id)) {
+		hs->psk_error = -EINVAL;
+		snprintf(hs->psk_why, sizeof(hs->psk_why),
+			 "the client offered a PSK identity of %u bytes that is not 1..%d printable characters without spaces or colons",
+			 id->size, TLSH_PSK_ID_MAX);
+		return -1;
+	}
+	memcpy(ident, id->data, id->size);
+	ident[id->size] = '\0';
+	(void)mlock(&psk, sizeof(psk));	/* best effort: keep it off swap */
+	ret = hs->psk_lookup(hs->psk_lookup_arg, ident, &psk, &serial,
+			     hs->psk_why, sizeof(hs->psk_why));
+	if (!ret) {
+		key->data = gnutls_malloc(psk.keylen);
+		if (!key->data) {
+			snprintf(hs->psk_why, sizeof(hs->psk_why), "out of memory");
+			ret = -ENOMEM;
+		}
+	}
+	if (!ret) {
+		memcpy(key->data, psk.key, psk.keylen);
+		key->size = (unsigned)psk.keylen;
+		tlsh_copy_string(hs->client, sizeof(hs->client), ident);
+		hs->client_key = serial;
+	}
+	tlsh_keyring_psk_clear(&psk);
+	(void)munlock(&psk, sizeof(psk));
+	hs->psk_error = ret;
+	return ret ? -1 : 0;
+}
+
+int tlsh_server_x509(struct hs_session *hs, const struct hs_params *p,
+		     char *err, size_t errlen)
+{
+	int ret;
+
+	if (!p->x509 || !p->x509->npcerts || !p->x509->key) {
+		snprintf(err, errlen, "no server certificate");
+		return -ENOKEY;
+	}
+	hs->x509 = p->x509;
+	ret = gnutls_credentials_set(hs->session, GNUTLS_CRD_CERTIFICATE,
+				     srv_xcred);
+	if (ret < 0) {
+		snprintf(err, errlen, "setting credentials: %s",
+			 gnutls_strerror(ret));
+		return -EINVAL;
+	}
+	if (!srv_cfg->client_trust_store[0]) {
+		/* a certificate we cannot verify is not asked for */
+		gnutls_certificate_server_set_request(hs->session,
+						      GNUTLS_CERT_IGNORE);
+		return 0;
+	}
+	memset(hs->vdata, 0, sizeof(hs->vdata));
+	hs->vdata[0].type = GNUTLS_DT_KEY_PURPOSE_OID;
+	hs->vdata[0].data = (unsigned char *)GNUTLS_KP_TLS_WWW_CLIENT;
+	hs->nvdata = 1;		/* verify_client() uses it */
+	gnutls_certificate_server_set_request(hs->session, GNUTLS_CERT_REQUEST);
+	return 0;
+}
+
+int tlsh_server_psk(struct hs_session *hs, const struct hs_params *p,
+		    char *err, size_t errlen)
+{
+	int ret;
+
+	if (!p->psk_lookup) {
+		snprintf(err, errlen, "PSK server handshake without a key ring");
+		return -EINVAL;
+	}
+	hs->psk_lookup = p->psk_lookup;
+	hs->psk_lookup_arg = p->psk_lookup_arg;
+	ret = gnutls_psk_allocate_server_credentials(&hs->psksrv);
+	if (ret == 0) {
+		gnutls_psk_set_server_credentials_function2(hs->psksrv,
+							    psk_callback);
+		/* TLS 1.2 DHE-PSK */
+		ret = gnutls_psk_set_server_known_dh_params(hs->psksrv,
+				GNUTLS_SEC_PARAM_MEDIUM);
+	}
+	if (ret == 0)
+		ret = gnutls_credentials_set(hs->session, GNUTLS_CRD_PSK,
+					     hs->psksrv);
+	if (ret < 0) {
+		snprintf(err, errlen, "setting credentials: %s",
+			 gnutls_strerror(ret));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int tlsh_server_classify(const struct hs_session *hs, int ret, char *err,
+			 size_t errlen)
+{
+	if (hs->psk_error) {
+		snprintf(err, errlen, "%s", hs->psk_why);
+		return -EKEYREJECTED;
+	}
+	if (hs->verify_status && (ret == GNUTLS_E_CERTIFICATE_ERROR ||
+				  ret == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR)) {
+		char why[256];
+
+		tlsh_hs_verify_reasons(hs, why, sizeof(why));
+		snprintf(err, errlen, "client certificate '%s' not trusted: %s",
+			 hs->client, why);
+		return -EKEYREJECTED;
+	}
+	/* The identity was known, and the client's key for it is another:
+	 * TLS 1.3's binder does not verify (GnuTLS says illegal parameter),
+	 * TLS 1.2's Finished does not decrypt */
+	if (hs->psksrv && hs->client[0] &&
+	    (ret == GNUTLS_E_RECEIVED_ILLEGAL_PARAMETER ||
+	     ret == GNUTLS_E_DECRYPTION_FAILED ||
+	     ret == GNUTLS_E_ERROR_IN_FINISHED_PACKET)) {
+		if (hs->client_key)
+			snprintf(err, errlen,
+				 "the client's key for PSK identity '%s' does not match key %d",
+				 hs->client, hs->client_key);
+		else
+			snprintf(err, errlen,
+				 "the client's key for PSK identity '%s' does not match ours",
+				 hs->client);
+		return -EKEYREJECTED;
+	}
+	return 0;
+}
+
+void tlsh_server_client_name(const struct hs_session *hs, char *buf,
+			     size_t len)
+{
+	if (hs->psksrv && hs->client[0])
+		snprintf(buf, len, "PSK identity %s", hs->client);
+	else if (hs->client_verified)
+		snprintf(buf, len, "%s", hs->client);
+	else
+		snprintf(buf, len, "unauthenticated client");
+}
+
+int tlsh_server_identity(const struct hs_session *hs, int32_t *serial,
+			 char desc[TLSH_CLIENT_KEY_DESC], char *err,
+			 size_t errlen)
+{
+	const gnutls_datum_t *certs;
+	unsigned n = 0;
+	int32_t k;
+
+	*serial = 0;
+	desc[0] = '\0';
+	if (hs->psksrv) {
+		*serial = hs->client_key;
+		return 0;
+	}
+	if (!hs->client_verified)
+		return 0;
+	certs = gnutls_certificate_get_peers(hs->session, &n);
+	if (!certs || !n) {
+		snprintf(err, errlen, "the verified client certificate is gone");
+		return -EPROTO;
+	}
+	k = tlsh_keyring_add_client_cert(certs[0].data, certs[0].size, desc,
+					 err, errlen);
+	if (k < 0)
+		return k;
+	*serial = k;
+	return 0;
+}
