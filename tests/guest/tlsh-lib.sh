@@ -56,9 +56,15 @@ hs() {
 	echo "$*" > /debug/tlsh_test/run && cat /debug/tlsh_test/run
 }
 
-# helpers: number of tlsh-helper processes
+# helpers: number of live tlsh-helper processes (the agents and their
+# handshake processes; not the zombies of a killed agent's handshake
+# processes, which the guest's init, a shell, does not reap)
 helpers() {
-	pgrep -x tlsh-helper | wc -l
+	local p n=0
+	for p in $(pgrep -x tlsh-helper); do
+		[ "$(awk '{print $3}' /proc/$p/stat 2>/dev/null)" = Z ] || n=$((n + 1))
+	done
+	echo $n
 }
 
 # client_ns NS ADDR VETH: a new network namespace NS on the server's
