@@ -296,16 +296,7 @@ int tlsh_accept_main(const struct connect_opts *o, const struct config *cfg,
 		print_status(ret);
 		goto out;
 	}
-	if (o->ktls) {
-		ret = tlsh_ktls_install(fd, hs.session, err, sizeof(err));
-		if (ret) {
-			log_err("kTLS: %s", err);
-			goto out;
-		}
-		printf("ktls installed\n");
-		fflush(stdout);
-	}
-	if (o->send && tlsh_connect_echo(fd, hs.session, o->ktls, o->send) < 0)
+	if (tlsh_connect_io(fd, hs.session, o) < 0)
 		goto out;
 	linger(fd);
 	status = 0;

@@ -190,7 +190,7 @@ static ssize_t ktls_recv(int fd, char *buf, size_t len, uint64_t deadline)
 	}
 }
 
-int tlsh_connect_echo(int fd, gnutls_session_t s, int ktls, const char *msg)
+static int echo(int fd, gnutls_session_t s, int ktls, const char *msg)
 {
 	size_t want = strlen(msg), got = 0;
 	uint64_t deadline = tlsh_now_ms() + IO_TIMEOUT_MS;
@@ -239,6 +239,22 @@ int tlsh_connect_echo(int fd, gnutls_session_t s, int ktls, const char *msg)
 	if (!ktls)
 		gnutls_bye(s, GNUTLS_SHUT_WR);
 	return 0;
+}
+
+int tlsh_connect_io(int fd, gnutls_session_t s, const struct connect_opts *o)
+{
+	if (o->ktls) {
+		char err[256];
+		int ret = tlsh_ktls_install(fd, s, err, sizeof(err));
+
+		if (ret) {
+			log_err("kTLS: %s", err);
+			return ret;
+		}
+		printf("ktls installed\n");
+		fflush(stdout);
+	}
+	return o->send ? echo(fd, s, o->ktls, o->send) : 0;
 }
 
 int tlsh_connect_main(const struct connect_opts *o, const struct config *cfg)
@@ -314,16 +330,7 @@ int tlsh_connect_main(const struct connect_opts *o, const struct config *cfg)
 	tlsh_hs_describe(hs.session, desc, sizeof(desc));
 	printf("handshake ok: %s\n", desc);
 	fflush(stdout);
-	if (o->ktls) {
-		ret = tlsh_ktls_install(fd, hs.session, err, sizeof(err));
-		if (ret) {
-			log_err("kTLS: %s", err);
-			goto out;
-		}
-		printf("ktls installed\n");
-		fflush(stdout);
-	}
-	if (o->send && tlsh_connect_echo(fd, hs.session, o->ktls, o->send) < 0)
+	if (tlsh_connect_io(fd, hs.session, o) < 0)
 		goto out;
 	status = 0;
 out:

@@ -33,9 +33,11 @@ int tlsh_connect_load_file(const char *path, unsigned char **buf, size_t *len);
 /* A certificate (chain) and its key from files into x; 0 or -errno, logged */
 int tlsh_connect_load_x509(const char *cert_file, const char *key_file,
 			   struct tlsh_x509 *x);
-/* Send msg plus a newline, read back one line (gnutls-serv --echo, or the
- * other test mode) and print it ("received: ...").  0 or -errno (-EPROTO
- * for a GnuTLS error), logged. */
-int tlsh_connect_echo(int fd, gnutls_session_t s, int ktls, const char *msg);
+/* After a --connect or --accept handshake: with --ktls, hand the session
+ * to kTLS ("ktls installed"); with --send, send the string plus a newline,
+ * read back one line (gnutls-serv --echo, or the other test mode) and
+ * print it ("received: ...").  0 or -errno (-EPROTO for a GnuTLS error),
+ * logged. */
+int tlsh_connect_io(int fd, gnutls_session_t s, const struct connect_opts *o);
 
 #endif

@@ -197,18 +197,26 @@ int tlsh_hs_global_init(const struct config *cfg, char *err, size_t errlen)
 		log_debug("loaded %d CA certificates from %s", ret,
 			  cfg->trust_store);
 	}
-	if (cfg->crl[0]) {
-		ret = gnutls_certificate_set_x509_crl_file(hs_xcred, cfg->crl,
-							   GNUTLS_X509_FMT_PEM);
-		if (ret <= 0)
-			ret = gnutls_certificate_set_x509_crl_file(hs_xcred,
-					cfg->crl, GNUTLS_X509_FMT_DER);
-		if (ret <= 0) {
-			snprintf(err, errlen, "%s:%u: crl %s: %s", cfg->file,
-				 cfg->crl_line, cfg->crl,
-				 ret < 0 ? gnutls_strerror(ret) : "no CRL in file");
-			return ret == GNUTLS_E_MEMORY_ERROR ? -ENOMEM : -EINVAL;
-		}
+	return tlsh_hs_load_crl(hs_xcred, cfg, err, errlen);
+}
+
+int tlsh_hs_load_crl(gnutls_certificate_credentials_t cred,
+		     const struct config *cfg, char *err, size_t errlen)
+{
+	int ret;
+
+	if (!cfg->crl[0])
+		return 0;
+	ret = gnutls_certificate_set_x509_crl_file(cred, cfg->crl,
+						   GNUTLS_X509_FMT_PEM);
+	if (ret <= 0)
+		ret = gnutls_certificate_set_x509_crl_file(cred, cfg->crl,
+							   GNUTLS_X509_FMT_DER);
+	if (ret <= 0) {
+		snprintf(err, errlen, "%s:%u: crl %s: %s", cfg->file,
+			 cfg->crl_line, cfg->crl,
+			 ret < 0 ? gnutls_strerror(ret) : "no CRL in file");
+		return ret == GNUTLS_E_MEMORY_ERROR ? -ENOMEM : -EINVAL;
 	}
 	return 0;
 }

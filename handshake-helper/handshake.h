@@ -91,6 +91,10 @@ unsigned int tlsh_hs_verdict_wait_ms(uint64_t handshake_ms, uint32_t left_ms);
  * system trust store could not be set up; the error of reading a server
  * file) with a message in err. */
 int tlsh_hs_global_init(const struct config *cfg, char *err, size_t errlen);
+/* Load the configured crl (PEM, else DER) into cred, for server or client
+ * certificates; 0 (also without a crl) or -errno with a message in err. */
+int tlsh_hs_load_crl(gnutls_certificate_credentials_t cred,
+		     const struct config *cfg, char *err, size_t errlen);
 void tlsh_hs_global_deinit(void);
 
 /*

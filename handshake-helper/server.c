@@ -190,20 +190,7 @@ int tlsh_server_global_init(const struct config *cfg, char *err, size_t errlen)
 	}
 	log_debug("loaded %d CA certificates for client certificates from %s",
 		  ret, cfg->client_trust_store);
-	if (cfg->crl[0]) {
-		ret = gnutls_certificate_set_x509_crl_file(srv_xcred, cfg->crl,
-							   GNUTLS_X509_FMT_PEM);
-		if (ret <= 0)
-			ret = gnutls_certificate_set_x509_crl_file(srv_xcred,
-					cfg->crl, GNUTLS_X509_FMT_DER);
-		if (ret <= 0) {
-			snprintf(err, errlen, "%s:%u: crl %s: %s", cfg->file,
-				 cfg->crl_line, cfg->crl,
-				 ret < 0 ? gnutls_strerror(ret) : "no CRL in file");
-			return ret == GNUTLS_E_MEMORY_ERROR ? -ENOMEM : -EINVAL;
-		}
-	}
-	return 0;
+	return tlsh_hs_load_crl(srv_xcred, cfg, err, errlen);
 }
 
 void tlsh_server_global_deinit(void)
