@@ -4,10 +4,12 @@
  * one connection and run the agent's server handshake on it, so that the
  * server role can be tested without the AF_TLSH kernel: with the
  * configured certificate (or --cert-file/--key-file) and client trust
- * store, or with PSKs from the configured keyring (--psk) or a psktool(1)
- * file (--psk-file).  Prints what the kernel would be told: the client
- * and the key naming it, or the errno of a failure ("status: ...").
- * --ktls and --send as with --connect.
+ * store, and PSK clients too if the configured keyring is found, as for
+ * a kernel's x509 request; or with PSKs from the configured keyring
+ * (--psk) or a psktool(1) file (--psk-file), as for a PSK request, or,
+ * with --x509, as for an x509 request with those PSKs.  Prints what the
+ * kernel would be told: the client and the key naming it, or the errno of
+ * a failure ("status: ...").  --ktls and --send as with --connect.
  */
 #include "accept.h"
 #include "handshake.h"
@@ -225,7 +227,7 @@ int tlsh_accept_main(const struct connect_opts *o, const struct config *cfg,
 	struct hs_session hs;
 	struct hs_params p;
 	int32_t ring = 0;
-	int lfd = -1, fd = -1, ret, status = 1;
+	int lfd = -1, fd = -1, ret, status = 1, psk_type;
 	size_t psklen = 0;
 
 	memset(&x509, 0, sizeof(x509));
@@ -236,8 +238,8 @@ int tlsh_accept_main(const struct connect_opts *o, const struct config *cfg,
 		return 3;
 	}
 	/* the credentials first: nothing to accept a client for without */
-	p.type = o->psk_file || o->server_psk ? TLSH_TYPE_SERVERHELLO_PSK :
-						TLSH_TYPE_SERVERHELLO_X509;
+	psk_type = (o->psk_file || o->server_psk) && !o->server_x509;
+	p.type = psk_type ? TLSH_TYPE_SERVERHELLO_PSK : TLSH_TYPE_SERVERHELLO_X509;
 	if (o->psk_file) {
 		if (tlsh_connect_load_file(o->psk_file, &pskbuf, &psklen) < 0)
 			return 1;
@@ -254,18 +256,39 @@ int tlsh_accept_main(const struct connect_opts *o, const struct config *cfg,
 		}
 		p.psk_lookup = tlsh_server_psk_from_keyring;
 		p.psk_lookup_arg = &ring;
-	} else if (o->cert_file) {
-		if (tlsh_connect_load_x509(o->cert_file, o->key_file, &x509) < 0)
-			return 1;
-		p.x509 = &x509;
-	} else {
-		ret = tlsh_server_load_configured(cfg, &x509, err, sizeof(err));
-		if (ret) {
-			log_err("server handshake: %s", err);
-			print_status(ret);
-			return 1;
+	}
+	if (!psk_type) {
+		/* x509: the certificate, if any, and PSK clients too */
+		if (o->cert_file) {
+			if (tlsh_connect_load_x509(o->cert_file, o->key_file,
+						   &x509) < 0)
+				goto out;
+		} else if (cfg->server_cert[0]) {
+			ret = tlsh_server_load_configured(cfg, &x509, err,
+							  sizeof(err));
+			if (ret) {
+				log_err("server handshake: %s", err);
+				print_status(ret);
+				goto out;
+			}
 		}
-		p.x509 = &x509;
+		/* as for the kernel's request: the configured keyring's PSK
+		 * clients, where it is found */
+		if (!p.psk_lookup) {
+			ring = tlsh_server_x509_psk_keyring(cfg, 0,
+							    x509.npcerts != 0,
+							    err, sizeof(err));
+			if (ring < 0) {
+				log_err("server handshake: %s", err);
+				print_status(ring);
+				goto out;
+			}
+			if (ring > 0) {
+				p.psk_lookup = tlsh_server_psk_from_keyring;
+				p.psk_lookup_arg = &ring;
+			}
+		}
+		p.x509 = x509.npcerts ? &x509 : NULL;
 	}
 	p.priorities = o->priorities;
 	p.timeout_ms = cfg->handshake_timeout * 1000u;

@@ -22,6 +22,7 @@ struct connect_opts {
 	const char *send;
 	int ktls;
 	int server_psk;			/* --accept --psk: the configured keyring */
+	int server_x509;		/* --accept --x509: an x509 request */
 };
 
 /* Returns the process exit status: 0 ok, 1 failure, 2 usage, 3 no kTLS. */

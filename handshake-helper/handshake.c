@@ -752,7 +752,7 @@ int tlsh_hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 	char prio[TLSH_MAX_PRIORITIES + 64];
 	const struct hs_type *t = hs_type_find(p->type);
 	const char *errpos = NULL;
-	int ret, gerr = 0, flags, status;
+	int ret, gerr = 0, flags, status, psk_kx;
 	uint64_t t0, t1;
 
 	memset(hs, 0, sizeof(*hs));
@@ -765,7 +765,15 @@ int tlsh_hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 		snprintf(err, errlen, "no time left for the handshake");
 		return -ETIMEDOUT;
 	}
-	if (tlsh_hs_priorities(hs_cfg, p->priorities, p->type, prio, sizeof(prio)) < 0) {
+	/* The default priorities with the PSK key exchanges: a PSK
+	 * handshake's, and an x509 server's that serves PSK clients too
+	 * (GnuTLS takes a TLS 1.3 client's PSK only with them) */
+	psk_kx = p->type == TLSH_TYPE_CLIENTHELLO_PSK ||
+		 p->type == TLSH_TYPE_SERVERHELLO_PSK ||
+		 (p->type == TLSH_TYPE_SERVERHELLO_X509 && p->psk_lookup);
+	if (tlsh_hs_priorities(hs_cfg, p->priorities,
+			       psk_kx ? TLSH_TYPE_SERVERHELLO_PSK : p->type,
+			       prio, sizeof(prio)) < 0) {
 		snprintf(err, errlen, "priority string too long");
 		return -EINVAL;
 	}
@@ -792,9 +800,7 @@ int tlsh_hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 			gnutls_priority_deinit(own);
 		}
 	} else {
-		gerr = gnutls_priority_set(hs->session,
-			hs_prio_default[p->type == TLSH_TYPE_CLIENTHELLO_PSK ||
-					p->type == TLSH_TYPE_SERVERHELLO_PSK]);
+		gerr = gnutls_priority_set(hs->session, hs_prio_default[psk_kx]);
 	}
 	/* what the kernel is told is EINVAL, whatever GnuTLS's reason */
 	if (gerr < 0) {

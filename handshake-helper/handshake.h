@@ -31,10 +31,13 @@ struct hs_params {
 	 * no peer name (4 or 16 bytes; 0 = unknown). */
 	unsigned char peer_ip[16];
 	size_t peer_ip_len;
-	/* our certificate: a client's (or NULL), a server's */
+	/* our certificate: a client's (or NULL), a server's (NULL: a
+	 * TLSH_TYPE_SERVERHELLO_X509 server for PSK clients only) */
 	const struct tlsh_x509 *x509;
 	const struct tlsh_psk *psk;	/* for TLSH_TYPE_CLIENTHELLO_PSK */
-	/* for TLSH_TYPE_SERVERHELLO_PSK: where the clients' PSKs are */
+	/* for TLSH_TYPE_SERVERHELLO_PSK: where the clients' PSKs are; for
+	 * TLSH_TYPE_SERVERHELLO_X509 NULL, or the same: PSK clients are then
+	 * served too (and the default priorities allow PSK key exchange) */
 	tlsh_psk_lookup_fn *psk_lookup;
 	void *psk_lookup_arg;
 	unsigned timeout_ms;		/* whole handshake */
@@ -71,6 +74,9 @@ struct hs_session {
 	char client[256];
 	int client_verified;		/* its certificate verified */
 	int32_t client_key;		/* PSK: the key that holds its PSK */
+	/* PSK: the identity the client offered was found (client, and
+	 * client_key, are its) */
+	int psk_found;
 	/* PSK: why the identity the client offered was refused (-errno) */
 	int psk_error;
 	char psk_why[256];
@@ -105,7 +111,7 @@ void tlsh_hs_global_deinit(void);
  * returns the -errno whose errno is reported to the kernel - -EKEYREJECTED
  * (a certificate not verified; a server: a client's PSK identity unknown
  * or its key not the one it offered), -ENOKEY (a server without a
- * certificate), -EACCES (fatal alert from the peer),
+ * certificate, and for x509 without PSKs too), -EACCES (fatal alert from the peer),
  * -ETIMEDOUT, -ECONNRESET (the peer closed or reset the connection),
  * -EPROTO (other TLS errors, negotiated cipher not usable by kTLS), -EINVAL
  * (bad parameters), -ENOMEM, -EIO - with one line describing the reason in
@@ -120,7 +126,10 @@ int tlsh_hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 int tlsh_hs_closed_after(gnutls_session_t s, int fd, char *err, size_t errlen);
 void tlsh_hs_session_free(struct hs_session *hs);
 
-/* Effective priority string for a handshake. 0 or -E2BIG (too long). */
+/* Effective priority string for a handshake of type: without a requested
+ * one, the configured default, with the PSK key exchanges for the PSK
+ * types (tlsh_hs_run() passes a PSK type for an x509 server that takes
+ * PSK clients too).  0 or -E2BIG (too long). */
 int tlsh_hs_priorities(const struct config *cfg, const char *requested, int type,
 		       char *out, size_t outlen);
 

@@ -35,7 +35,7 @@
 
 enum { OPT_VERSION = 256, OPT_CONNECT, OPT_PEERNAME, OPT_PRIORITIES,
        OPT_CERT_FILE, OPT_KEY_FILE, OPT_PSK_FILE, OPT_PSK_IDENTITY, OPT_KTLS,
-       OPT_SEND, OPT_ACCEPT, OPT_PSK };
+       OPT_SEND, OPT_ACCEPT, OPT_PSK, OPT_X509 };
 
 /* --accept: how long to wait for the connection without -i */
 #define ACCEPT_WAIT	60	/* seconds */
@@ -54,6 +54,7 @@ static const struct option long_options[] = {
 	{ "send", required_argument, NULL, OPT_SEND },
 	{ "accept", required_argument, NULL, OPT_ACCEPT },
 	{ "psk", no_argument, NULL, OPT_PSK },
+	{ "x509", no_argument, NULL, OPT_X509 },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -66,7 +67,7 @@ static void usage(FILE *f)
 		"                   [--cert-file F --key-file F | --psk-file F [--psk-identity ID]]\n"
 		"                   [--ktls] [--send STRING] [-c FILE] [-v]\n"
 		"       tlsh-helper --accept [ADDR:]PORT [--priorities S]\n"
-		"                   [--cert-file F --key-file F | --psk-file F | --psk]\n"
+		"                   [--cert-file F --key-file F | --psk-file F | --psk] [--x509]\n"
 		"                   [--ktls] [--send STRING] [-c FILE] [-i SECONDS] [-v]\n"
 		"       tlsh-helper -h | --version\n"
 		"\n"
@@ -371,6 +372,10 @@ int main(int argc, char **argv)
 			co.server_psk = 1;
 			cflags++;
 			break;
+		case OPT_X509:
+			co.server_x509 = 1;
+			cflags++;
+			break;
 		default:
 			usage(stderr);
 			return 2;
@@ -386,11 +391,15 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (cflags && !connect && !accept_mode) {
-		log_err("--peername, --priorities, --cert-file, --key-file, --psk*, --ktls and --send go with --connect or --accept");
+		log_err("--peername, --priorities, --cert-file, --key-file, --psk*, --x509, --ktls and --send go with --connect or --accept");
 		return 2;
 	}
 	if (connect && co.server_psk) {
 		log_err("--psk goes with --accept (--connect takes --psk-file)");
+		return 2;
+	}
+	if (connect && co.server_x509) {
+		log_err("--x509 goes with --accept");
 		return 2;
 	}
 	if (accept_mode) {
@@ -402,8 +411,14 @@ int main(int argc, char **argv)
 			log_err("--cert-file and --key-file go together");
 			return 2;
 		}
-		if ((co.cert_file != NULL) + (co.psk_file != NULL) + co.server_psk > 1) {
-			log_err("--cert-file/--key-file, --psk-file and --psk exclude each other");
+		if (co.psk_file && co.server_psk) {
+			log_err("--psk-file and --psk exclude each other");
+			return 2;
+		}
+		/* a certificate and PSKs: only as an x509 request */
+		if (co.cert_file && (co.psk_file || co.server_psk) &&
+		    !co.server_x509) {
+			log_err("--cert-file/--key-file and --psk-file or --psk go together only with --x509");
 			return 2;
 		}
 		if (load_config(cfgpath, verbose) < 0)

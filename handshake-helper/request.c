@@ -201,29 +201,21 @@ int tlsh_request_read(int fd, const struct config *cfg, struct tlsh_request *r,
 }
 
 /*
- * Load what the request names.  With a keyring (the kernel made this
+ * Load the keys the request names.  With a keyring (the kernel made this
  * handshake process's thread possess it when tlsh_request_read() read
  * TLSH_KEYRING), a serial must be in it: the kernel checked, as the
  * mounting user, that the user may read what it linked there, and nothing
  * else is read.  Without one, the serials come from a kernel consumer that
  * names them directly, and root's user keyring is linked for this process
- * only.  A server without serials uses its configured certificate; a PSK
- * server looks its clients' keys up in *psk_ring, the request's keyring or
- * the configured one (server.c).  0 or -errno.
+ * only.  0 or -errno.
  */
-static int load_keys(const struct tlsh_request *r, const struct config *cfg,
-		     struct tlsh_x509 *x509, struct tlsh_psk *psk,
-		     int32_t *psk_ring, char *err, size_t errlen)
+static int load_named_keys(const struct tlsh_request *r,
+			   struct tlsh_x509 *x509, struct tlsh_psk *psk,
+			   char *err, size_t errlen)
 {
 	int psk_type = r->type == TLSH_TYPE_CLIENTHELLO_PSK;
 	int status;
 
-	if (r->type == TLSH_TYPE_SERVERHELLO_PSK) {
-		*psk_ring = tlsh_server_psk_keyring(cfg, r->keyring, err, errlen);
-		return *psk_ring < 0 ? *psk_ring : 0;
-	}
-	if (r->type == TLSH_TYPE_SERVERHELLO_X509 && !r->cert)
-		return tlsh_server_load_configured(cfg, x509, err, errlen);
 	if (!psk_type && !r->cert)
 		return 0;		/* no client certificate */
 	if (r->keyring) {
@@ -242,6 +234,37 @@ static int load_keys(const struct tlsh_request *r, const struct config *cfg,
 	/* A key that is gone (revoked, then collected) is not the kernel's
 	 * "no handshake agent" */
 	return status == -ENOKEY ? -EKEYREVOKED : status;
+}
+
+/*
+ * What the request needs: the keys it names (load_named_keys()).  A
+ * server without serials uses its configured certificate.  A PSK server
+ * looks its clients' keys up in *psk_ring, the request's keyring or the
+ * configured one (server.c); an x509 server too, where it finds that
+ * keyring (knfsd asks for x509 whatever its client offers), and then
+ * needs no certificate.  0 or -errno.
+ */
+static int load_keys(const struct tlsh_request *r, const struct config *cfg,
+		     struct tlsh_x509 *x509, struct tlsh_psk *psk,
+		     int32_t *psk_ring, char *err, size_t errlen)
+{
+	int status = 0;
+
+	if (r->type == TLSH_TYPE_SERVERHELLO_PSK) {
+		*psk_ring = tlsh_server_psk_keyring(cfg, r->keyring, err, errlen);
+		return *psk_ring < 0 ? *psk_ring : 0;
+	}
+	if (r->type != TLSH_TYPE_SERVERHELLO_X509)
+		return load_named_keys(r, x509, psk, err, errlen);
+	if (r->cert)
+		status = load_named_keys(r, x509, psk, err, errlen);
+	else if (cfg->server_cert[0])
+		status = tlsh_server_load_configured(cfg, x509, err, errlen);
+	if (status)
+		return status;
+	*psk_ring = tlsh_server_x509_psk_keyring(cfg, r->keyring,
+						 x509->npcerts != 0, err, errlen);
+	return *psk_ring < 0 ? *psk_ring : 0;
 }
 
 /* The consumer allowed it (TLSH_AUTH_OPTIONAL): the session is encrypted,
@@ -334,8 +357,8 @@ static void log_outcome(const struct tlsh_request *r, const struct hs_session *h
 	if (identity)
 		log_info("server handshake with %s (%s) done: %s, %s, identity key %d",
 			 r->peer, client, desc,
-			 r->type == TLSH_TYPE_SERVERHELLO_PSK ? "PSK" :
-			 "client certificate", identity);
+			 tlsh_server_by_psk(hs) ? "PSK" : "client certificate",
+			 identity);
 	else
 		log_info("server handshake with %s (%s) done: %s", r->peer,
 			 client, desc);
@@ -381,7 +404,8 @@ void tlsh_request_serve(int fd, void *arg)
 		p.peer_ip_len = r.peer_ip_len;
 		p.x509 = r.cert || r.type == TLSH_TYPE_SERVERHELLO_X509 ? &x509 : NULL;
 		p.psk = r.type == TLSH_TYPE_CLIENTHELLO_PSK ? &psk : NULL;
-		if (r.type == TLSH_TYPE_SERVERHELLO_PSK) {
+		/* an x509 server's PSK clients too, if it found a keyring */
+		if (r.type == TLSH_TYPE_SERVERHELLO_PSK || psk_ring > 0) {
 			p.psk_lookup = tlsh_server_psk_from_keyring;
 			p.psk_lookup_arg = &psk_ring;
 		}

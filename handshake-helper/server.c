@@ -14,6 +14,13 @@
  *
  * PSK: the identity the client offers names a key, looked up per
  * handshake (psk_callback()) in a keyring, or in a file for --accept.
+ *
+ * An x509 server serves PSK clients too where it has a keyring of their
+ * keys: knfsd asks for x509 whatever its client will offer, which it
+ * cannot know before the ClientHello.  Both credentials are then set; a
+ * client that offers a PSK identity gets a PSK handshake, one that does
+ * not the certificate one.  Such a server may have no certificate: it
+ * then serves PSK clients only.
  */
 #include "server.h"
 #include "log.h"
@@ -219,6 +226,29 @@ int32_t tlsh_server_psk_keyring(const struct config *cfg, int32_t keyring,
 	return ring;
 }
 
+int32_t tlsh_server_x509_psk_keyring(const struct config *cfg,
+				     int32_t keyring, int have_cert,
+				     char *err, size_t errlen)
+{
+	char why[768];
+	int32_t ring;
+
+	ring = tlsh_server_psk_keyring(cfg, keyring, why, sizeof(why));
+	if (ring > 0) {
+		log_debug("x509 server: PSK clients too, their keys in key ring %d",
+			  ring);
+		return ring;
+	}
+	if (have_cert) {
+		log_debug("x509 server: no PSK clients: %s", why);
+		return 0;
+	}
+	snprintf(err, errlen,
+		 "no server certificate configured (server-certificate in %s), and no PSKs: %s",
+		 tlsh_config_file(cfg), why);
+	return -ENOKEY;
+}
+
 int tlsh_server_psk_from_keyring(void *arg, const char *identity,
 				 struct tlsh_psk *psk, int32_t *serial,
 				 char *err, size_t errlen)
@@ -291,6 +321,7 @@ static int psk_callback(gnutls_session_t s, const gnutls_datum_t *id,
 		key->size = (unsigned)psk.keylen;
 		tlsh_copy_string(hs->client, sizeof(hs->client), ident);
 		hs->client_key = serial;
+		hs->psk_found = 1;
 	}
 	tlsh_keyring_psk_clear(&psk);
 	(void)munlock(&psk, sizeof(psk));
@@ -301,12 +332,21 @@ static int psk_callback(gnutls_session_t s, const gnutls_datum_t *id,
 int tlsh_server_x509(struct hs_session *hs, const struct hs_params *p,
 		     char *err, size_t errlen)
 {
+	bool cert = p->x509 && p->x509->npcerts && p->x509->key;
 	int ret;
 
-	if (!p->x509 || !p->x509->npcerts || !p->x509->key) {
-		snprintf(err, errlen, "no server certificate");
+	if (!cert && !p->psk_lookup) {
+		snprintf(err, errlen, "no server certificate, and no PSKs");
 		return -ENOKEY;
 	}
+	/* PSK clients too (the priorities allow it: tlsh_hs_run()) */
+	if (p->psk_lookup) {
+		ret = tlsh_server_psk(hs, p, err, errlen);
+		if (ret)
+			return ret;
+	}
+	if (!cert)
+		return 0;	/* PSK clients only */
 	hs->x509 = p->x509;
 	ret = gnutls_credentials_set(hs->session, GNUTLS_CRD_CERTIFICATE,
 				     srv_xcred);
@@ -378,7 +418,7 @@ int tlsh_server_classify(const struct hs_session *hs, int ret, char *err,
 	/* The identity was known, and the client's key for it is another:
 	 * TLS 1.3's binder does not verify (GnuTLS says illegal parameter),
 	 * TLS 1.2's Finished does not decrypt */
-	if (hs->psksrv && hs->client[0] &&
+	if (hs->psk_found &&
 	    (ret == GNUTLS_E_RECEIVED_ILLEGAL_PARAMETER ||
 	     ret == GNUTLS_E_DECRYPTION_FAILED ||
 	     ret == GNUTLS_E_ERROR_IN_FINISHED_PACKET)) {
@@ -392,13 +432,26 @@ int tlsh_server_classify(const struct hs_session *hs, int ret, char *err,
 				 hs->client);
 		return -EKEYREJECTED;
 	}
+	/* A server for PSK clients only, and a client that offered none */
+	if (ret == GNUTLS_E_INSUFFICIENT_CREDENTIALS && hs->psksrv &&
+	    !hs->x509 && !hs->psk_found) {
+		snprintf(err, errlen,
+			 "the client offered no PSK identity, and this server takes PSK clients only (no server certificate)");
+		return -EPROTO;
+	}
 	return 0;
+}
+
+int tlsh_server_by_psk(const struct hs_session *hs)
+{
+	return hs->psk_found && hs->session &&
+	       gnutls_auth_get_type(hs->session) == GNUTLS_CRD_PSK;
 }
 
 void tlsh_server_client_name(const struct hs_session *hs, char *buf,
 			     size_t len)
 {
-	if (hs->psksrv && hs->client[0])
+	if (tlsh_server_by_psk(hs))
 		snprintf(buf, len, "PSK identity %s", hs->client);
 	else if (hs->client_verified)
 		snprintf(buf, len, "%s", hs->client);
@@ -416,7 +469,7 @@ int tlsh_server_identity(const struct hs_session *hs, int32_t *serial,
 
 	*serial = 0;
 	desc[0] = '\0';
-	if (hs->psksrv) {
+	if (tlsh_server_by_psk(hs)) {
 		*serial = hs->client_key;
 		return 0;
 	}

@@ -40,6 +40,15 @@ int tlsh_server_load_configured(const struct config *cfg, struct tlsh_x509 *x,
  */
 int32_t tlsh_server_psk_keyring(const struct config *cfg, int32_t keyring,
 				char *err, size_t errlen);
+/*
+ * The same for a TLSH_TYPE_SERVERHELLO_X509 server, which serves PSK
+ * clients too where it finds that keyring: its serial, or 0 (logged at
+ * level debug) when it has a certificate (have_cert) and no such keyring;
+ * with neither -ENOKEY, err saying both are missing.
+ */
+int32_t tlsh_server_x509_psk_keyring(const struct config *cfg,
+				     int32_t keyring, int have_cert,
+				     char *err, size_t errlen);
 /* A tlsh_psk_lookup_fn: arg points to the int32_t serial of a keyring
  * (tlsh_keyring_find_psk()) */
 int tlsh_server_psk_from_keyring(void *arg, const char *identity,
@@ -56,7 +65,10 @@ int tlsh_server_psk_from_file(void *arg, const char *identity,
 			      char *err, size_t errlen);
 
 /* hs_types[]'s credentials of a server handshake (tlsh_hs_run()):
- * p->x509 for x509, p->psk_lookup for PSK.  0 or -errno with err. */
+ * p->x509 for x509, and p->psk_lookup too if set (PSK clients are then
+ * served as well; p->x509 may then be NULL: PSK clients only);
+ * p->psk_lookup for PSK.  0 or -errno with err (-ENOKEY: x509 with
+ * neither). */
 int tlsh_server_x509(struct hs_session *hs, const struct hs_params *p,
 		     char *err, size_t errlen);
 int tlsh_server_psk(struct hs_session *hs, const struct hs_params *p,
@@ -68,6 +80,10 @@ int tlsh_server_psk(struct hs_session *hs, const struct hs_params *p,
  * the common mapping applies. */
 int tlsh_server_classify(const struct hs_session *hs, int ret, char *err,
 			 size_t errlen);
+
+/* After a server handshake: whether the client was authenticated by a
+ * PSK (rather than a certificate, or not at all) */
+int tlsh_server_by_psk(const struct hs_session *hs);
 
 /* "CN=client,O=example", "PSK identity client1" or "unauthenticated
  * client": who the server's client is, for messages */

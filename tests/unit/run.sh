@@ -470,6 +470,7 @@ printf 'server-certificate = %s\nserver-private-key = %s\n' "$pki/srv.pem" "$pki
 printf 'server-certificate = %s\nserver-private-key = %s\n' "$pki/srv.pem" "$pki/enc.key" > "$tmp/enckey.conf"
 printf 'client-trust-store = %s\n' "$pki/psk.txt" > "$tmp/nocas.conf"
 printf '%s\nserver-psk-keyring = tlsh-unit-no-such-ring\n' "$S" > "$tmp/noring.conf"
+printf 'trust-store = %s\nserver-psk-keyring = tlsh-unit-no-such-ring\n' "$pki/ca.pem" > "$tmp/neither.conf"
 
 hs -c "$tmp/good.conf" --accept $A:0
 expect "--accept without a server certificate: the reason, ENOKEY for the kernel" 1 \
@@ -496,6 +497,14 @@ expect "--accept with a malformed address" 2 'expected \[ADDRESS:\]PORT'
 hs -c "$tmp/noring.conf" --accept $A:0 --psk
 expect "--accept --psk without the configured keyring: ENOKEY, the name and where it is set" 1 \
 	"no key ring 'tlsh-unit-no-such-ring': Required key not available \(server-psk-keyring in $tmp/noring.conf\)"
+hs -c "$tmp/neither.conf" --accept $A:0
+expect "x509 server with neither a certificate nor the PSK keyring: ENOKEY, one line saying both are missing" 1 \
+	"server handshake: no server certificate configured \(server-certificate in $tmp/neither.conf\), and no PSKs: no key ring 'tlsh-unit-no-such-ring': Required key not available \(server-psk-keyring in $tmp/neither.conf\)
+status: ENOKEY"
+hs -c "$tmp/srv.conf" --accept $A:0 --cert-file "$pki/srv.pem" --key-file "$pki/srv.key" --psk-file "$pki/psk.txt"
+expect "--accept: a certificate and PSKs together only with --x509" 2 'go together only with --x509'
+hs -c "$tmp/srv.conf" --connect $A:1 --x509
+expect "--x509 goes with --accept only" 2 '--x509 goes with --accept'
 
 # (a) TLS 1.3 with the server certificate, gnutls-cli as the client
 if accept_start -c "$tmp/srv.conf" --send from-agent; then
@@ -581,6 +590,76 @@ expect "... and the client is told (unknown_psk_identity)" 1 'peer sent fatal al
 grep -q "$(cut -d: -f2 "$pki/psk.txt")" "$tmp/accept.out" && tap "not ok" "PSKs never appear in the server's log" ||
 	tap ok "PSKs never appear in the server's log"
 
+# (e) an x509 server serves PSK clients too (knfsd always asks for x509:
+# it cannot know what its client offers before the ClientHello); with
+# --x509 --psk-file, the PSKs of a file as an x509 request's
+pair "$tmp/srv.conf" --x509 --psk-file "$pki/psk2.txt" --send srv -- --psk-file "$pki/psk.txt" --send cli
+expect "x509 server with PSKs: a PSK client completes, data both ways" 0 'received: srv'
+accept_expect "... a PSK handshake, the client named by its PSK identity" 0 \
+	'handshake ok: TLS1\.3 .*
+client: PSK identity client1
+received: cli'
+if accept_start -c "$tmp/srv.conf" --x509 --psk-file "$pki/psk2.txt" --send from-agent; then
+	out=$(echo from-gnutls-cli | timeout 20 gnutls-cli --x509cafile "$pki/ca.pem" \
+		--priority NORMAL:+ECDHE-PSK:+DHE-PSK:+PSK --pskusername client1 \
+		--pskkey "$(cut -d: -f2 "$pki/psk.txt")" -p "$aport" "$A" 2>&1)
+	rc=$?
+else
+	out="--accept did not listen" rc=none
+fi
+accept_wait
+expect "x509 server with PSKs: gnutls-cli offering a PSK gets a PSK handshake" 0 \
+	"PSK authentication\. Connected as 'client1'"
+grep -q '^from-agent$' <<< "$out" && ! grep -q 'Got a certificate list' <<< "$out" &&
+	tap ok "... no server certificate sent, data both ways" ||
+	{ tap "not ok" "... no server certificate sent, data both ways"; diag <<< "$out"; }
+accept_expect "... the agent names the client by its PSK identity" 0 \
+	'client: PSK identity client1
+received: from-gnutls-cli'
+if accept_start -c "$tmp/srv.conf" --x509 --psk-file "$pki/psk2.txt" --send from-agent; then
+	out=$(echo from-gnutls-cli | timeout 20 gnutls-cli --x509cafile "$pki/ca.pem" \
+		-p "$aport" "$A" 2>&1)
+	rc=$?
+else
+	out="--accept did not listen" rc=none
+fi
+accept_wait
+expect "x509 server with PSKs: gnutls-cli without a PSK still verifies the server certificate (TLS 1.3 X.509)" 0 \
+	'Description: \(TLS1\.3-X\.509\)-\(ECDHE'
+accept_expect "... and is an unauthenticated client, as without PSKs" 0 \
+	'client: unauthenticated client
+received: from-gnutls-cli'
+pair "$tmp/mtls.conf" --x509 --psk-file "$pki/psk2.txt" -- --cert-file "$pki/client.pem" --key-file "$pki/client.key"
+accept_expect "x509 server with PSKs and a client trust store: a certificate client is verified and named by its certificate, as without PSKs" 0 \
+	"client: CN=client\.test \(identity key [0-9]+: tlsh:client:$sum\)"
+pair "$tmp/mtls.conf" --x509 --psk-file "$pki/psk2.txt" -- --psk-file "$pki/badpsk.txt"
+accept_expect "x509 server with PSKs: the wrong key for a known identity: EKEYREJECTED, as for a PSK request" 1 \
+	"the client's key for PSK identity 'client1' does not match ours
+status: EKEYREJECTED"
+pair "$tmp/srv12.conf" --x509 --psk-file "$pki/psk2.txt" -- --psk-file "$pki/psk.txt" \
+	--priorities 'NORMAL:-VERS-ALL:+VERS-TLS1.2:+ECDHE-PSK:+DHE-PSK:+PSK'
+accept_expect "x509 server with PSKs, tls12 = yes: a TLS 1.2 PSK client too" 0 \
+	'handshake ok: TLS1\.2 .*
+client: PSK identity client1'
+# PSKs and no certificate: PSK clients only
+pair "$tmp/good.conf" --x509 --psk-file "$pki/psk2.txt" --send srv -- --psk-file "$pki/psk.txt" --send cli
+accept_expect "x509 server with PSKs and no certificate: a PSK client completes" 0 \
+	'client: PSK identity client1
+received: cli'
+pair "$tmp/good.conf" --x509 --psk-file "$pki/psk2.txt" --
+accept_expect "... a certificate client is refused with the reason" 1 \
+	"failed: the client offered no PSK identity, and this server takes PSK clients only \(no server certificate\)
+status: EPROTO"
+# a certificate and no keyring: not an error, one debug line at most
+pair "$tmp/srv.conf" -v --
+if [ "$arc" = 0 ] && [ "$(grep -c 'PSK' <<< "$aout")" = 1 ] &&
+	grep -q "x509 server: no PSK clients: no key ring 'tlsh-server-psk'" <<< "$aout"; then
+	tap ok "x509 server with a certificate and no PSK keyring: serves, one debug line says so"
+else
+	tap "not ok" "x509 server with a certificate and no PSK keyring: serves, one debug line"
+	diag <<< "$aout"
+fi
+
 # the keyring a PSK server finds by name (server-psk-keyring), in a
 # session keyring of its own
 if command -v keyctl > /dev/null && keyctl session - true > /dev/null 2>&1; then
@@ -608,6 +687,20 @@ if command -v keyctl > /dev/null && keyctl session - true > /dev/null 2>&1; then
 			grep -q "^status: EKEYREJECTED$" <<< "$aout" &&
 			ok "... an identity without a key there: EKEYREJECTED, naming the keyring" ||
 			nok "... an identity without a key there: EKEYREJECTED" "$aout"
+		# an x509 server (as for the kernel, plain --accept) finds it too
+		{ cat "$tmp/mtls.conf"; echo "server-psk-keyring = $name"; } > "$tmp/ringmtls.conf"
+		pair "$tmp/ringmtls.conf" -- --psk-file "$pki/psk.txt"
+		[ "$arc" = 0 ] && grep -q "^client: PSK identity client1 (identity key $key)$" <<< "$aout" &&
+			ok "x509 server with the configured PSK keyring: a PSK client, named by its key as for a PSK request" ||
+			nok "x509 server with the configured PSK keyring: a PSK client" "$aout"
+		pair "$tmp/ringmtls.conf" -- --cert-file "$pki/client.pem" --key-file "$pki/client.key"
+		[ "$arc" = 0 ] && grep -q "^client: CN=client.test (identity key [0-9]*: tlsh:client:" <<< "$aout" &&
+			ok "... a certificate client, verified and named by its certificate" ||
+			nok "... a certificate client, verified and named by its certificate" "$aout"
+		pair "$tmp/ring.conf" -- --psk-file "$pki/psk.txt"
+		[ "$arc" = 0 ] && grep -q "^client: PSK identity client1 (identity key $key)$" <<< "$aout" &&
+			ok "x509 server with the PSK keyring and no certificate: a PSK client" ||
+			nok "x509 server with the PSK keyring and no certificate: a PSK client" "$aout"
 	'
 else
 	tap ok "PSK server (--psk): the configured keyring # SKIP no keyctl, or no session keyring"

@@ -19,7 +19,8 @@
  * handshake (no session ticket), the client trust store (a client without
  * a certificate, with one that verifies, with one from another CA or for
  * servers only), the identity key, the PSK lookup (a fake keyring) and its
- * failures.
+ * failures; an x509 server with PSKs too (PSK and certificate clients, no
+ * certificate: PSK clients only, neither: -ENOKEY).
  *
  *   test_handshake DIR   (ca.pem, srv.pem, srv.key, client.pem, client.key,
  *                         otherclient.pem, otherclient.key)
@@ -671,10 +672,12 @@ static int fake_lookup(void *arg, const char *identity, struct tlsh_psk *psk,
 }
 
 /* Run a server handshake of type against client c (started here) on a
- * socketpair; the server's fd is returned in *sfd */
-static int serve(struct client *c, int type, const struct tlsh_x509 *own,
-		 const char *prio, struct hs_session *hs, int *sfd, char *err,
-		 size_t errlen)
+ * socketpair, with the default priorities (the client's: prio), our
+ * certificate own (or NULL) and the clients' PSKs from lookup (or NULL);
+ * the server's fd is returned in *sfd */
+static int serve_with(struct client *c, int type, const struct tlsh_x509 *own,
+		      tlsh_psk_lookup_fn *lookup, const char *prio,
+		      struct hs_session *hs, int *sfd, char *err, size_t errlen)
 {
 	struct hs_params hp;
 	int sp[2];
@@ -687,11 +690,21 @@ static int serve(struct client *c, int type, const struct tlsh_x509 *own,
 	memset(&hp, 0, sizeof(hp));
 	hp.type = type;
 	hp.x509 = own;
-	hp.psk_lookup = fake_lookup;
+	hp.psk_lookup = lookup;
 	hp.timeout_ms = 5000;
 	*sfd = sp[0];
 	err[0] = '\0';
 	return tlsh_hs_run(hs, sp[0], &hp, err, errlen);
+}
+
+/* The same, a PSK server's PSKs from fake_lookup(), an x509 server's none */
+static int serve(struct client *c, int type, const struct tlsh_x509 *own,
+		 const char *prio, struct hs_session *hs, int *sfd, char *err,
+		 size_t errlen)
+{
+	return serve_with(c, type, own,
+			  type == TLSH_TYPE_SERVERHELLO_PSK ? fake_lookup : NULL,
+			  prio, hs, sfd, err, errlen);
 }
 
 static void serve_done(struct client *c, struct hs_session *hs, int sfd)
@@ -918,6 +931,128 @@ static void server_psk_cases(void)
 	CHECK(ok, "server PSK: TLS 1.2%s%s", r ? ": " : "", r ? err : "");
 }
 
+/* A PSK client (client1, or the wrong key for it) into c */
+static void psk_client(struct client *c, int wrong_key)
+{
+	memset(c, 0, sizeof(*c));
+	c->psk_id = "client1";
+	memcpy(c->psk, psk_key, sizeof(psk_key));
+	if (wrong_key)
+		c->psk[0] ^= 0xff;
+}
+
+/*
+ * An x509 server with the clients' PSKs too (what knfsd asks for, not
+ * knowing what its client will offer), on the default priorities: a PSK
+ * client gets a PSK handshake and is named by its key, a certificate
+ * client the certificate handshake of an x509 server without PSKs; with
+ * PSKs and no certificate, PSK clients only; with neither, -ENOKEY.
+ */
+static void server_x509_psk_cases(void)
+{
+	const char *prio13 = "NORMAL:-VERS-ALL:+VERS-TLS1.3";
+	const char *psk13 = "NORMAL:-VERS-ALL:+VERS-TLS1.3:+ECDHE-PSK:+DHE-PSK:+PSK";
+	char err[512], desc[TLSH_CLIENT_KEY_DESC], name[300];
+	struct hs_session hs;
+	struct tlsh_x509 own;
+	struct client c;
+	int32_t serial;
+	int sfd, r, ok;
+
+	load_x509("srv.pem", "srv.key", &own);
+
+	psk_client(&c, 0);
+	r = serve_with(&c, TLSH_TYPE_SERVERHELLO_X509, &own, fake_lookup, psk13,
+		       &hs, &sfd, err, sizeof(err));
+	serial = 0;
+	ok = r == 0 && tlsh_server_by_psk(&hs) &&
+	     gnutls_protocol_get_version(hs.session) == GNUTLS_TLS1_3 &&
+	     tlsh_server_identity(&hs, &serial, desc, err, sizeof(err)) == 0 &&
+	     desc[0] == '\0';
+	tlsh_server_client_name(&hs, name, sizeof(name));
+	serve_done(&c, &hs, sfd);
+	CHECK(ok && serial == 4242 && strcmp(name, "PSK identity client1") == 0 &&
+	      c.hs_ret == 0,
+	      "server x509 with PSKs: a TLS 1.3 PSK client gets a PSK handshake, named by its key as for a PSK request (%s)",
+	      r ? err : name);
+
+	memset(&c, 0, sizeof(c));
+	load_x509("client.pem", "client.key", &c.x);
+	r = serve_with(&c, TLSH_TYPE_SERVERHELLO_X509, &own, fake_lookup, prio13,
+		       &hs, &sfd, err, sizeof(err));
+	serial = 0;
+	ok = r == 0 && !tlsh_server_by_psk(&hs) && hs.client_verified &&
+	     tlsh_server_identity(&hs, &serial, desc, err, sizeof(err)) == 0 &&
+	     serial > 0 && strncmp(desc, "tlsh:client:", 12) == 0;
+	tlsh_server_client_name(&hs, name, sizeof(name));
+	serve_done(&c, &hs, sfd);
+	CHECK(ok && strcmp(name, "CN=client.test") == 0,
+	      "server x509 with PSKs: a certificate client still gets the certificate handshake, its certificate verified and named (%s)",
+	      r ? err : name);
+
+	memset(&c, 0, sizeof(c));
+	r = serve_with(&c, TLSH_TYPE_SERVERHELLO_X509, &own, fake_lookup, prio13,
+		       &hs, &sfd, err, sizeof(err));
+	serial = -1;
+	ok = r == 0 && !tlsh_server_by_psk(&hs) && !hs.client_verified &&
+	     tlsh_server_identity(&hs, &serial, desc, err, sizeof(err)) == 0;
+	tlsh_server_client_name(&hs, name, sizeof(name));
+	serve_done(&c, &hs, sfd);
+	CHECK(ok && serial == 0 && strcmp(name, "unauthenticated client") == 0,
+	      "server x509 with PSKs: a client without certificate or PSK is accepted, unauthenticated (%s)",
+	      r ? err : name);
+
+	psk_client(&c, 1);
+	r = serve_with(&c, TLSH_TYPE_SERVERHELLO_X509, &own, fake_lookup, psk13,
+		       &hs, &sfd, err, sizeof(err));
+	serve_done(&c, &hs, sfd);
+	CHECK(r == -EKEYREJECTED &&
+	      strcmp(err, "the client's key for PSK identity 'client1' does not match key 4242") == 0,
+	      "server x509 with PSKs: the wrong key for a known identity: -EKEYREJECTED, '%s'", err);
+
+	psk_client(&c, 0);
+	r = serve_with(&c, TLSH_TYPE_SERVERHELLO_X509, &own, fake_lookup,
+		       "NORMAL:-VERS-ALL:+VERS-TLS1.2:+ECDHE-PSK:+DHE-PSK:+PSK",
+		       &hs, &sfd, err, sizeof(err));
+	serial = 0;
+	ok = r == 0 && tlsh_server_by_psk(&hs) &&
+	     gnutls_protocol_get_version(hs.session) == GNUTLS_TLS1_2 &&
+	     tlsh_server_identity(&hs, &serial, desc, err, sizeof(err)) == 0;
+	serve_done(&c, &hs, sfd);
+	CHECK(ok && serial == 4242, "server x509 with PSKs: a TLS 1.2 PSK client too%s%s",
+	      r ? ": " : "", r ? err : "");
+
+	/* PSKs and no certificate: PSK clients only */
+	psk_client(&c, 0);
+	r = serve_with(&c, TLSH_TYPE_SERVERHELLO_X509, NULL, fake_lookup, psk13,
+		       &hs, &sfd, err, sizeof(err));
+	serial = 0;
+	ok = r == 0 && tlsh_server_by_psk(&hs) &&
+	     tlsh_server_identity(&hs, &serial, desc, err, sizeof(err)) == 0;
+	serve_done(&c, &hs, sfd);
+	CHECK(ok && serial == 4242,
+	      "server x509 with PSKs and no certificate: a PSK client completes, named by its key%s%s",
+	      r ? ": " : "", r ? err : "");
+
+	memset(&c, 0, sizeof(c));
+	load_x509("client.pem", "client.key", &c.x);
+	r = serve_with(&c, TLSH_TYPE_SERVERHELLO_X509, NULL, fake_lookup, prio13,
+		       &hs, &sfd, err, sizeof(err));
+	serve_done(&c, &hs, sfd);
+	CHECK(r == -EPROTO &&
+	      strcmp(err, "the client offered no PSK identity, and this server takes PSK clients only (no server certificate)") == 0,
+	      "server x509 with PSKs and no certificate: a certificate client: -EPROTO, '%s'", err);
+
+	/* neither */
+	memset(&c, 0, sizeof(c));
+	r = serve_with(&c, TLSH_TYPE_SERVERHELLO_X509, NULL, NULL, prio13,
+		       &hs, &sfd, err, sizeof(err));
+	serve_done(&c, &hs, sfd);
+	CHECK(r == -ENOKEY && strcmp(err, "no server certificate, and no PSKs") == 0,
+	      "server x509 with neither a certificate nor PSKs: -ENOKEY, '%s'", err);
+	tlsh_keyring_x509_free(&own);
+}
+
 int main(int argc, char **argv)
 {
 	static const char *const ciphers[] = {
@@ -955,6 +1090,7 @@ int main(int argc, char **argv)
 	server_ktls_case("TLS1.3", "AES-128-GCM", 1);
 	server_x509_cases();
 	server_psk_cases();
+	server_x509_psk_cases();
 	/* the wait for a TLS 1.3 server's verdict on our certificate */
 	CHECK(tlsh_hs_verdict_wait_ms(3, 15000) == 100 &&
 	      tlsh_hs_verdict_wait_ms(100, 15000) == 300 &&
