@@ -26,6 +26,10 @@
 #                        other-ca.pem (must be rejected by an mTLS server
 #                        trusting ca.pem)
 #   client-other-key.pem
+#   knfsd.pem            the bench's knfsd serving RPC-with-TLS itself:
+#                        DNS plain.test, IP 192.0.2.2, IP 2001:db8::2;
+#                        signed by ca.pem
+#   knfsd-key.pem
 #   ref.pem              the upstream reference peer VM's server cert
 #                        (tests/peer): DNS ref.test, IP 198.51.100.1,
 #                        IP 2001:db8:1::1; signed by ca.pem
@@ -61,7 +65,7 @@ FILES=(ca.pem ca-key.pem other-ca.pem other-ca-key.pem
 	server-wrongname.pem server-wrongname-key.pem
 	server-untrusted.pem server-untrusted-key.pem
 	client.pem client-key.pem client-other.pem client-other-key.pem
-	ref.pem ref-key.pem ref-untrusted.pem ref-untrusted-key.pem
+	ref.pem ref-key.pem ref-untrusted.pem ref-untrusted-key.pem knfsd.pem knfsd-key.pem
 	psk.txt psk.id psk.key server-chain100.pem server-chain100-key.pem)
 
 mkdir -p "$out"
@@ -129,6 +133,10 @@ leaf server-wrongname ca 'cn = "wrong.test"' 'organization = "tlsh tests"' \
 	"${VALID[@]}"
 leaf server-untrusted other-ca "${SRV[@]}" "${VALID[@]}"
 leaf ref ca "${REF[@]}" "${VALID[@]}"
+leaf knfsd ca 'cn = "plain.test"' 'organization = "tlsh tests"' \
+	'dns_name = "plain.test"' 'ip_address = "192.0.2.2"' \
+	'ip_address = "2001:db8::2"' 'tls_www_server' 'signing_key' \
+	"${VALID[@]}"
 leaf ref-untrusted other-ca "${REF[@]}" "${VALID[@]}"
 leaf client ca 'cn = "tlsh-client"' 'organization = "tlsh tests"' \
 	'tls_www_client' 'signing_key' "${VALID[@]}"

@@ -1,0 +1,149 @@
+#!/bin/bash
+# knfsd serves RPC-with-TLS itself: the bench's knfsd (plain.test, in S)
+# with /proc/fs/nfsd/tls turned on answers the AUTH_TLS probe with
+# STARTTLS and hands the connection to the agent, started on demand in
+# S for a server handshake; our client in C1 mounts it with tls and auto,
+# NFSv3, v4.0, v4.1, v4.2 and nconnect=4, 64 MiB round trip, no
+# plaintext on the wire. Off by default and after "echo 0": no STARTTLS,
+# so clients learn at once that there is no TLS. A server agent without
+# a certificate (ENOKEY) turns TLS off for the namespace, with one kernel
+# line, and auto clients go on in plaintext.
+# tlsh-vm: timeout=900
+. /tlsh/guest/lib.sh
+. /tlsh/guest/tlsh-lib.sh
+. /tlsh/guest/nfs-lib.sh
+
+nfs_tls_ready "knfsd over TLS" svc_tcp_handshake || exit 0
+
+P=$TLSH_PLAIN_NAME
+M=/mnt/k
+A=$TLSH_ARTIFACTS
+SERVER_CONF="server-certificate = $CERTS/knfsd.pem
+server-private-key = $CERTS/knfsd-key.pem"
+
+# nfsd_tls [0|1]: write /proc/fs/nfsd/tls of S (when given), print it
+nfsd_tls() {
+	ip netns exec S sh -c "mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
+		${1:+echo $1 > /proc/fs/nfsd/tls || exit 1}
+		cat /proc/fs/nfsd/tls"
+}
+
+# svc_count EVENT [PATTERN]: how many server TLS events (matching PATTERN)
+svc_count() {
+	grep " $1:" $TRACE/trace | grep -c -- "${2:-}"
+}
+
+# server_agents: live agents in S's network namespace
+server_agents() {
+	local p n=0
+	for p in $(pgrep -x tlsh-helper); do
+		[ "$(ip netns identify "$p" 2>/dev/null)" = S ] &&
+			[ "$(awk '{print $3}' /proc/$p/stat 2>/dev/null)" != Z ] && n=$((n + 1))
+	done
+	echo $n
+}
+no_server_agents() { [ "$(server_agents)" = 0 ]; }
+
+# mounted_tls OPTIONS: mount knfsd with OPTIONS; the transport encrypted
+mounted_tls() { nfs_mount "$1" $P $M && encrypted $M 1; }
+# same64: the 64 MiB file reads back with its sha256
+same64() { [ "$(sha256sum < $M/r64 | cut -d' ' -f1)" = "$want64" ]; }
+# rw_marker NAME: write the marker file as NAME and read it back
+rw_marker() { cp /tmp/marker $M/$1 && cmp -s /tmp/marker $M/$1; }
+# mounted_plain OPTIONS: mount knfsd with OPTIONS; the transport in plaintext
+mounted_plain() { nfs_mount "$1" $P $M && plaintext $M; }
+
+cleanup() {
+	umount -f -l $M 2>/dev/null
+	nfsd_tls 0 > /dev/null
+}
+trap cleanup EXIT
+
+nfs_trace_setup "$SERVER_CONF"
+for e in $TRACE/events/sunrpc/svc_tls_*/enable $TRACE/events/sunrpc/svcsock_tls_record/enable; do
+	echo 1 > "$e"
+done
+
+# --- off by default --------------------------------------------------------
+check "/proc/fs/nfsd/tls exists and reads 0 (off by default)" [ "$(nfsd_tls)" = 0 ]
+kmark off
+start=$(date +%s)
+check_fail "xprtsec=tls mount of knfsd with TLS off fails" nfs_mount vers=4.2,xprtsec=tls $P $M
+el=$(( $(date +%s) - start ))
+check "... at once (${el} s), no handshake tried" [ $el -le 15 ]
+check "... the kernel says the server does not offer TLS" kgrep off 'plain.test .* does not offer RPC-with-TLS'
+check "trace: the probe was answered without STARTTLS" [ "$(svc_count svc_tls_unavailable)" -ge 1 ]
+check_fail "/proc/fs/nfsd/tls refuses 2" nfsd_tls 2
+check_fail "/proc/fs/nfsd/tls refuses a word" nfsd_tls on
+check "... and still reads 0" [ "$(nfsd_tls)" = 0 ]
+
+# --- on: xprtsec=tls, NFSv4.2, 64 MiB, capture ---------------------------
+check "echo 1 > /proc/fs/nfsd/tls turns it on" [ "$(nfsd_tls 1)" = 1 ]
+dd if=/dev/urandom of=/tmp/r64 bs=1M count=64 status=none
+want64=$(sha256sum < /tmp/r64 | cut -d' ' -f1)
+yes TLSH-PLAINTEXT-MARKER | head -c 4194304 > /tmp/marker
+queued=$(count tlsh_req_queued)
+capture_start k42 tcp port 2049
+check "xprtsec=tls mount of knfsd, NFSv4.2" nfs_mount vers=4.2,xprtsec=tls $P $M
+check "mountstats: connected and encrypted" encrypted $M 1
+check "mountstats: the server was authenticated" authenticated $M 1
+check "write 64 MiB of random data" cp /tmp/r64 $M/r64
+check "write a file of a known plaintext" cp /tmp/marker $M/marker
+sync
+check "the server has the same sha256 (64 MiB)" [ "$(sha256sum < $TLSH_EXPORT_DIR/r64 | cut -d' ' -f1)" = "$want64" ]
+umount $M
+check "remount (tls) and read the 64 MiB back: same sha256" mounted_tls vers=4.2,xprtsec=tls
+check "... the 64 MiB read back: same sha256" same64
+check "... and the known plaintext" cmp -s /tmp/marker $M/marker
+capture_stop
+umount $M
+check "capture: TLS application data records on the wire" [ "$(tls_records $A/k42.pcap)" -gt 100 ]
+check_fail "capture: the known plaintext never appears on the wire" sh -c "tcpdump -Z root -nr $A/k42.pcap -A 2>/dev/null | grep -q TLSH-PLAINTEXT-MARKER"
+check "trace: knfsd answered STARTTLS" [ "$(svc_count svc_tls_start)" -ge 2 ]
+check "trace: server handshakes were queued for the agent" grep -q "tlsh_req_queued: .* type=server-x509" $TRACE/trace
+check "trace: the server handshakes succeeded (svc_tls_done status=0)" [ "$(svc_count svc_tls_done 'status=0 ')" -ge 2 ]
+s_net=$(stat -L -c %i /run/netns/S)
+check "an agent was started on demand in S's namespace" grep -q "tlsh_upcall_start: netns=$s_net " $TRACE/trace
+check "the server agent exits when idle" wait_for 15 no_server_agents
+
+# --- auto, other versions, nconnect ------------------------------------------
+check "xprtsec=auto mount of knfsd: encrypted" mounted_tls vers=4.2,xprtsec=auto
+check "... the 64 MiB read back: same sha256" same64
+umount $M
+for v in 4.1 4.0 3; do
+	o=vers=$v,xprtsec=tls
+	[ $v = 3 ] && o=$o,nolock
+	check "NFSv$v with xprtsec=tls: mount, encrypted" mounted_tls $o
+	check "NFSv$v: write + read back" rw_marker m$v
+	umount $M
+done
+done0=$(svc_count svc_tls_done 'status=0 ')
+check "nconnect=4 with xprtsec=tls: mount" nfs_mount vers=4.2,xprtsec=tls,nconnect=4 $P $M
+check "nconnect=4: the 64 MiB read back: same sha256" same64
+check "nconnect=4: four encrypted transports" encrypted $M 4
+check "nconnect=4: four server handshakes" [ $(( $(svc_count svc_tls_done 'status=0 ') - done0 )) -ge 4 ]
+umount $M
+
+# --- off again -----------------------------------------------------------
+check "echo 0 turns it off" [ "$(nfsd_tls 0)" = 0 ]
+kmark off2
+check_fail "xprtsec=tls mount fails again" nfs_mount vers=4.2,xprtsec=tls $P $M
+check "... the kernel says the server does not offer TLS" kgrep off2 'plain.test .* does not offer RPC-with-TLS'
+check "xprtsec=auto mounts in plaintext" mounted_plain vers=4.2,xprtsec=auto
+umount $M
+
+# --- no server certificate: ENOKEY turns TLS off ------------------------
+tlsh_config ""
+nfsd_tls 1 > /dev/null
+kmark enokey
+start=$(date +%s)
+check_fail "xprtsec=tls mount with a server agent that has no certificate fails" nfs_mount vers=4.2,xprtsec=tls $P $M
+el=$(( $(date +%s) - start ))
+check "... within 30 s (took ${el} s)" [ $el -le 30 ]
+check "... the server turned TLS off, with one kernel line" kgrep enokey 'svc: nfsd: no TLS handshake agent can serve this server.*RPC-with-TLS turned off'
+check "... /proc/fs/nfsd/tls reads 0" [ "$(nfsd_tls)" = 0 ]
+check "... the agent logged why" grep -q "no server certificate configured" /var/log/messages
+check "xprtsec=auto then mounts in plaintext" mounted_plain vers=4.2,xprtsec=auto
+umount $M
+rm -f $TLSH_EXPORT_DIR/r64 $TLSH_EXPORT_DIR/marker $TLSH_EXPORT_DIR/m*
+finish
