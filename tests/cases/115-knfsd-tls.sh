@@ -4,7 +4,8 @@
 # STARTTLS and hands the connection to the agent, started on demand in
 # S for a server handshake; our client in C1 mounts it with tls and auto,
 # NFSv3, v4.0, v4.1, v4.2 and nconnect=4, 64 MiB round trip, no
-# plaintext on the wire. Off by default and after "echo 0": no STARTTLS,
+# plaintext on the wire; mtls and psk with keys provisioned by keyctl
+# (knfsd learns the authenticated client), wrong keys refused. Off by default and after "echo 0": no STARTTLS,
 # so clients learn at once that there is no TLS. A server agent without
 # a certificate (ENOKEY) turns TLS off for the namespace, with one kernel
 # line, and auto clients go on in plaintext.
@@ -16,6 +17,7 @@
 nfs_tls_ready "knfsd over TLS" svc_tcp_handshake || exit 0
 
 P=$TLSH_PLAIN_NAME
+s_net=$(stat -L -c %i /run/netns/S)
 M=/mnt/k
 A=$TLSH_ARTIFACTS
 SERVER_CONF="server-certificate = $CERTS/knfsd.pem
@@ -33,12 +35,12 @@ svc_count() {
 	grep " $1:" $TRACE/trace | grep -c -- "${2:-}"
 }
 
-# server_agents: live agents in S's network namespace
+# server_agents: live agents serving S's network namespace (an agent
+# runs in the root namespace and says in syslog which one it serves)
 server_agents() {
 	local p n=0
-	for p in $(pgrep -x tlsh-helper); do
-		[ "$(ip netns identify "$p" 2>/dev/null)" = S ] &&
-			[ "$(awk '{print $3}' /proc/$p/stat 2>/dev/null)" != Z ] && n=$((n + 1))
+	for p in $(sed -n "s/.*tlsh-helper\[\([0-9]*\)\]: serving network namespace $s_net .*/\1/p" /var/log/messages); do
+		[ -d /proc/$p ] && [ "$(awk '{print $3}' /proc/$p/stat 2>/dev/null)" != Z ] && n=$((n + 1))
 	done
 	echo $n
 }
@@ -49,9 +51,16 @@ mounted_tls() { nfs_mount "$1" $P $M && encrypted $M 1; }
 # same64: the 64 MiB file reads back with its sha256
 same64() { [ "$(sha256sum < $M/r64 | cut -d' ' -f1)" = "$want64" ]; }
 # rw_marker NAME: write the marker file as NAME and read it back
-rw_marker() { cp /tmp/marker $M/$1 && cmp -s /tmp/marker $M/$1; }
+rw_marker() { mountpoint -q $M && cp /tmp/marker $M/$1 && cmp -s /tmp/marker $M/$1; }
 # mounted_plain OPTIONS: mount knfsd with OPTIONS; the transport in plaintext
 mounted_plain() { nfs_mount "$1" $P $M && plaintext $M; }
+
+# new_config CONF: the agent's configuration, once no server agent that
+# read the previous one is left
+new_config() {
+	tlsh_config "$1"
+	wait_for 15 no_server_agents
+}
 
 cleanup() {
 	umount -f -l $M 2>/dev/null
@@ -102,8 +111,8 @@ check_fail "capture: the known plaintext never appears on the wire" sh -c "tcpdu
 check "trace: knfsd answered STARTTLS" [ "$(svc_count svc_tls_start)" -ge 2 ]
 check "trace: server handshakes were queued for the agent" grep -q "tlsh_req_queued: .* type=server-x509" $TRACE/trace
 check "trace: the server handshakes succeeded (svc_tls_done status=0)" [ "$(svc_count svc_tls_done 'status=0 ')" -ge 2 ]
-s_net=$(stat -L -c %i /run/netns/S)
 check "an agent was started on demand in S's namespace" grep -q "tlsh_upcall_start: netns=$s_net " $TRACE/trace
+check "syslog: that agent served S's namespace" grep -q "tlsh-helper\[[0-9]*\]: serving network namespace $s_net " /var/log/messages
 check "the server agent exits when idle" wait_for 15 no_server_agents
 
 # --- auto, other versions, nconnect ------------------------------------------
@@ -124,6 +133,67 @@ check "nconnect=4: four encrypted transports" encrypted $M 4
 check "nconnect=4: four server handshakes" [ $(( $(svc_count svc_tls_done 'status=0 ') - done0 )) -ge 4 ]
 umount $M
 
+# --- mTLS and PSK, keys provisioned with keyctl ---------------------------
+# the client's keys in our own session keyring; the server's PSKs in the
+# keyring the agent looks up (tlsh-server-psk in root's user keyring,
+# made while @u is still reachable from our session keyring)
+ring=$(keyctl newring tlsh-server-psk @u)
+keyctl padd user "$(cat $CERTS/psk.id)" "$ring" < $CERTS/psk.txt > /dev/null
+check "the server's PSK keyring holds the client's identity" keyctl search "$ring" user "$(cat $CERTS/psk.id)"
+keyctl new_session > /dev/null
+padd() { keyctl padd user "$1" @s < "$2"; }
+cert=$(padd tlsh:cert $CERTS/client.pem)
+key=$(padd tlsh:key $CERTS/client-key.pem)
+ocert=$(padd tlsh:other-cert $CERTS/client-other.pem)
+okey=$(padd tlsh:other-key $CERTS/client-other-key.pem)
+psk=$(padd tlsh:psk $CERTS/psk.txt)
+echo "$(cat $CERTS/psk.id):$(tr 0-9a-f 1-9a-f0 < $CERTS/psk.key)" > /tmp/psk-bad
+pskbad=$(padd tlsh:psk-bad /tmp/psk-bad)
+check "keyctl: client keys and the server's PSK keyring provisioned" \
+	test -n "$cert" -a -n "$key" -a -n "$ocert" -a -n "$okey" -a -n "$psk" -a -n "$pskbad" -a -n "$ring"
+new_config "$SERVER_CONF
+client-trust-store = $CERTS/ca.pem"
+
+# refused MARK OPTIONS: the mount fails within 30 s, the kernel says the
+# server refused the session, nothing is mounted
+refused() {
+	local start el
+	kmark "$1"
+	start=$(date +%s)
+	if nfs_mount "$2" $P $M; then
+		umount $M
+		return 1
+	fi
+	el=$(( $(date +%s) - start ))
+	[ $el -le 30 ] || { echo "# took ${el} s"; return 1; }
+	kgrep "$1" "plain.test .* \\(refused the TLS session\\|failed: refused by the server\\|failed: the server closed the connection during the handshake\\)" || return 1
+	! grep -q " $M " /proc/mounts
+}
+# peer_keys: server handshakes that named an authenticated client
+peer_keys() { grep " svc_tls_done:" $TRACE/trace | grep "status=0 " | grep -vc "peer_key=00000000"; }
+
+p0=$(peer_keys)
+check "xprtsec=mtls (client certificate from keyctl): mount, encrypted" \
+	mounted_tls vers=4.2,xprtsec=mtls,cert_serial=$cert,privkey_serial=$key
+check "mtls: write + read back" rw_marker mtls
+umount $M
+check "mtls: knfsd learned the authenticated client (XPT_PEER_AUTH)" [ "$(peer_keys)" -gt "$p0" ]
+check "trace: the agent named the client's key to the kernel" grep -q "tlsh_peer_identity: .* key=[1-9]" $TRACE/trace
+p0=$(peer_keys)
+check "xprtsec=tls (no client certificate) still mounts, unauthenticated" mounted_tls vers=4.2,xprtsec=tls
+umount $M
+check "... and knfsd knows the client is not authenticated" [ "$(peer_keys)" = "$p0" ]
+check "mtls with a certificate from another CA: refused by knfsd's agent" \
+	refused mtlsbad vers=4.2,xprtsec=mtls,cert_serial=$ocert,privkey_serial=$okey
+p0=$(peer_keys)
+check "xprtsec=psk (psk_serial= from keyctl): mount, encrypted" mounted_tls vers=4.2,xprtsec=psk,psk_serial=$psk
+check "psk: write + read back" rw_marker psk
+umount $M
+check "psk: knfsd learned the client's PSK identity" [ "$(peer_keys)" -gt "$p0" ]
+check "xprtsec=psk with a wrong key: refused" refused pskbad vers=4.2,xprtsec=psk,psk_serial=$pskbad
+keyctl unlink "$ring" @u > /dev/null 2>&1 || keyctl unlink "$ring" > /dev/null 2>&1
+new_config "$SERVER_CONF"
+
 # --- off again -----------------------------------------------------------
 check "echo 0 turns it off" [ "$(nfsd_tls 0)" = 0 ]
 kmark off2
@@ -133,7 +203,7 @@ check "xprtsec=auto mounts in plaintext" mounted_plain vers=4.2,xprtsec=auto
 umount $M
 
 # --- no server certificate: ENOKEY turns TLS off ------------------------
-tlsh_config ""
+new_config ""
 nfsd_tls 1 > /dev/null
 kmark enokey
 start=$(date +%s)
