@@ -5,8 +5,9 @@
 # S for a server handshake; our client in C1 mounts it with tls and auto,
 # NFSv3, v4.0, v4.1, v4.2 and nconnect=4, 64 MiB round trip, no
 # plaintext on the wire; mtls and psk with keys provisioned by keyctl
-# (knfsd learns the authenticated client), wrong keys refused. Off by default and after "echo 0": no STARTTLS,
-# so clients learn at once that there is no TLS. A server agent without
+# (knfsd learns the authenticated client), wrong keys refused. Off by
+# default and after "echo 0": no STARTTLS, so clients learn at once that
+# there is no TLS. A server agent without
 # a certificate (ENOKEY) turns TLS off for the namespace, with one kernel
 # line, and auto clients go on in plaintext.
 # tlsh-vm: timeout=900
@@ -23,55 +24,13 @@ A=$TLSH_ARTIFACTS
 SERVER_CONF="server-certificate = $CERTS/knfsd.pem
 server-private-key = $CERTS/knfsd-key.pem"
 
-# nfsd_tls [0|1]: write /proc/fs/nfsd/tls of S (when given), print it
-nfsd_tls() {
-	ip netns exec S sh -c "mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
-		${1:+echo $1 > /proc/fs/nfsd/tls || exit 1}
-		cat /proc/fs/nfsd/tls"
-}
-
-# svc_count EVENT [PATTERN]: how many server TLS events (matching PATTERN)
-svc_count() {
-	grep " $1:" $TRACE/trace | grep -c -- "${2:-}"
-}
-
-# server_agents: live agents serving S's network namespace (an agent
-# runs in the root namespace and says in syslog which one it serves)
-server_agents() {
-	local p n=0
-	for p in $(sed -n "s/.*tlsh-helper\[\([0-9]*\)\]: serving network namespace $s_net .*/\1/p" /var/log/messages); do
-		[ -d /proc/$p ] && [ "$(awk '{print $3}' /proc/$p/stat 2>/dev/null)" != Z ] && n=$((n + 1))
-	done
-	echo $n
-}
-no_server_agents() { [ "$(server_agents)" = 0 ]; }
-
-# mounted_tls OPTIONS: mount knfsd with OPTIONS; the transport encrypted
-mounted_tls() { nfs_mount "$1" $P $M && encrypted $M 1; }
-# same64: the 64 MiB file reads back with its sha256
-same64() { [ "$(sha256sum < $M/r64 | cut -d' ' -f1)" = "$want64" ]; }
-# rw_marker NAME: write the marker file as NAME and read it back
-rw_marker() { mountpoint -q $M && cp /tmp/marker $M/$1 && cmp -s /tmp/marker $M/$1; }
-# mounted_plain OPTIONS: mount knfsd with OPTIONS; the transport in plaintext
-mounted_plain() { nfs_mount "$1" $P $M && plaintext $M; }
-
-# new_config CONF: the agent's configuration, once no server agent that
-# read the previous one is left
-new_config() {
-	tlsh_config "$1"
-	wait_for 15 no_server_agents
-}
-
 cleanup() {
 	umount -f -l $M 2>/dev/null
 	nfsd_tls 0 > /dev/null
 }
 trap cleanup EXIT
 
-nfs_trace_setup "$SERVER_CONF"
-for e in $TRACE/events/sunrpc/svc_tls_*/enable $TRACE/events/sunrpc/svcsock_tls_record/enable; do
-	echo 1 > "$e"
-done
+knfsd_tls_setup "$SERVER_CONF"
 
 # --- off by default --------------------------------------------------------
 check "/proc/fs/nfsd/tls exists and reads 0 (off by default)" [ "$(nfsd_tls)" = 0 ]
@@ -141,7 +100,6 @@ ring=$(keyctl newring tlsh-server-psk @u)
 keyctl padd user "$(cat $CERTS/psk.id)" "$ring" < $CERTS/psk.txt > /dev/null
 check "the server's PSK keyring holds the client's identity" keyctl search "$ring" user "$(cat $CERTS/psk.id)"
 keyctl new_session > /dev/null
-padd() { keyctl padd user "$1" @s < "$2"; }
 cert=$(padd tlsh:cert $CERTS/client.pem)
 key=$(padd tlsh:key $CERTS/client-key.pem)
 ocert=$(padd tlsh:other-cert $CERTS/client-other.pem)
@@ -153,24 +111,6 @@ check "keyctl: client keys and the server's PSK keyring provisioned" \
 	test -n "$cert" -a -n "$key" -a -n "$ocert" -a -n "$okey" -a -n "$psk" -a -n "$pskbad" -a -n "$ring"
 new_config "$SERVER_CONF
 client-trust-store = $CERTS/ca.pem"
-
-# refused MARK OPTIONS: the mount fails within 30 s, the kernel says the
-# server refused the session, nothing is mounted
-refused() {
-	local start el
-	kmark "$1"
-	start=$(date +%s)
-	if nfs_mount "$2" $P $M; then
-		umount $M
-		return 1
-	fi
-	el=$(( $(date +%s) - start ))
-	[ $el -le 30 ] || { echo "# took ${el} s"; return 1; }
-	kgrep "$1" "plain.test .* \\(refused the TLS session\\|failed: refused by the server\\|failed: the server closed the connection during the handshake\\)" || return 1
-	! grep -q " $M " /proc/mounts
-}
-# peer_keys: server handshakes that named an authenticated client
-peer_keys() { grep " svc_tls_done:" $TRACE/trace | grep "status=0 " | grep -vc "peer_key=00000000"; }
 
 p0=$(peer_keys)
 check "xprtsec=mtls (client certificate from keyctl): mount, encrypted" \

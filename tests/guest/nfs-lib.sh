@@ -150,3 +150,76 @@ nfs_tls_ready() {
 		return 1
 	fi
 }
+
+# --- knfsd serving RPC-with-TLS (cases 115, 116) ---------------------------
+
+# knfsd_tls_setup CONF: the agent's configuration CONF, and tracing of
+# the client's and the server's RPC-with-TLS events
+knfsd_tls_setup() {
+	local e
+	nfs_trace_setup "$1"
+	for e in $TRACE/events/sunrpc/svc_tls_*/enable $TRACE/events/sunrpc/svcsock_tls_record/enable; do
+		echo 1 > "$e"
+	done
+}
+
+# svc_count EVENT [PATTERN]: how many server TLS events (matching PATTERN)
+svc_count() {
+	grep " $1:" $TRACE/trace | grep -c -- "${2:-}"
+}
+
+# nfsd_tls [0|1]: write /proc/fs/nfsd/tls of S (when given), print it
+nfsd_tls() {
+	ip netns exec S sh -c "mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
+		${1:+echo $1 > /proc/fs/nfsd/tls || exit 1}
+		cat /proc/fs/nfsd/tls"
+}
+
+# server_agents: live agents serving S's network namespace (an agent
+# runs in the root namespace and says in syslog which one it serves)
+server_agents() {
+	local p n=0
+	for p in $(sed -n "s/.*tlsh-helper\[\([0-9]*\)\]: serving network namespace $(stat -L -c %i /run/netns/S) .*/\1/p" /var/log/messages); do
+		[ -d /proc/$p ] && [ "$(awk '{print $3}' /proc/$p/stat 2>/dev/null)" != Z ] && n=$((n + 1))
+	done
+	echo $n
+}
+no_server_agents() { [ "$(server_agents)" = 0 ]; }
+
+# new_config CONF: the agent's configuration, once no server agent that
+# read the previous one is left
+new_config() {
+	tlsh_config "$1"
+	wait_for 15 no_server_agents
+}
+
+# The helpers below mount knfsd ($P, plain.test) on $M
+# mounted_tls OPTIONS: mount $P with OPTIONS; the transport encrypted
+mounted_tls() { nfs_mount "$1" $P $M && encrypted $M 1; }
+# same64: the 64 MiB file reads back with its sha256
+same64() { [ "$(sha256sum < $M/r64 | cut -d' ' -f1)" = "$want64" ]; }
+# rw_marker NAME: write the marker file as NAME and read it back
+rw_marker() { mountpoint -q $M && cp /tmp/marker $M/$1 && cmp -s /tmp/marker $M/$1; }
+# mounted_plain OPTIONS: mount $P with OPTIONS; the transport in plaintext
+mounted_plain() { nfs_mount "$1" $P $M && plaintext $M; }
+
+# refused MARK OPTIONS: the mount fails within 30 s, the kernel says the
+# server refused the session, nothing is mounted
+refused() {
+	local start el
+	kmark "$1"
+	start=$(date +%s)
+	if nfs_mount "$2" $P $M; then
+		umount $M
+		return 1
+	fi
+	el=$(( $(date +%s) - start ))
+	[ $el -le 30 ] || { echo "# took ${el} s"; return 1; }
+	kgrep "$1" "plain.test .* \\(refused the TLS session\\|failed: refused by the server\\|failed: the server closed the connection during the handshake\\)" || return 1
+	! grep -q " $M " /proc/mounts
+}
+# peer_keys: server handshakes that named an authenticated client
+peer_keys() { grep " svc_tls_done:" $TRACE/trace | grep "status=0 " | grep -vc "peer_key=00000000"; }
+
+# padd NAME FILE: a user key in the session keyring, prints its serial
+padd() { keyctl padd user "$1" @s < "$2"; }

@@ -1,0 +1,109 @@
+#!/bin/bash
+# Export policies: the bench's export with xprtsec=tls:mtls and then
+# xprtsec=mtls in /etc/exports (exportfs and rpc.mountd of nfs-utils
+# 2.6.4, which pass the option to the kernel), knfsd serving TLS: clients
+# whose connection does not meet the policy are refused (NFSv4 and v3),
+# with a clear line on the server and a failed mount on the client;
+# clients that meet it mount; exportfs -v shows the policy; without the
+# option everything is allowed again.
+# tlsh-vm: timeout=900
+. /tlsh/guest/lib.sh
+. /tlsh/guest/tlsh-lib.sh
+. /tlsh/guest/nfs-lib.sh
+
+nfs_tls_ready "knfsd export policies" check_xprtsec_policy || exit 0
+EXPORTFS=/usr/local/sbin/exportfs
+if [ ! -x $EXPORTFS ]; then
+	skip "knfsd export policies: no exportfs of nfs-utils 2.6.3+ in this guest"
+	finish
+	exit 0
+fi
+
+P=$TLSH_PLAIN_NAME
+M=/mnt/p
+SERVER_CONF="server-certificate = $CERTS/knfsd.pem
+server-private-key = $CERTS/knfsd-key.pem
+client-trust-store = $CERTS/ca.pem"
+BASE="rw,sync,no_subtree_check,no_root_squash,insecure,fsid=1"
+
+# policy [MODES]: export $TLSH_EXPORT with xprtsec=MODES (none: no option)
+policy() {
+	echo "$TLSH_EXPORT *($BASE${1:+,xprtsec=$1})" > /etc/exports
+	ip netns exec S $EXPORTFS -ra
+}
+# exported_with TEXT: exportfs -v shows TEXT for the export
+exported_with() {
+	ip netns exec S $EXPORTFS -v | tr -d ' \t\n' | grep -q -- "$1"
+}
+# denied MARK OPTIONS KIND: the mount fails within 30 s, the server says
+# that a KIND connection may not use the export, nothing is mounted
+denied() {
+	local start el
+	kmark "$1"
+	start=$(date +%s)
+	if nfs_mount "$2" $P $M 2> "$TLSH_ARTIFACTS/$1.err"; then
+		umount $M
+		echo "# mounted with $2"
+		return 1
+	fi
+	el=$(( $(date +%s) - start ))
+	echo "# mount.nfs: $(tail -1 "$TLSH_ARTIFACTS/$1.err") (${el} s)"
+	[ $el -le 30 ] || { echo "# took ${el} s"; return 1; }
+	kgrep "$1" "nfsd: .*: $3 may not use export export" || return 1
+	! grep -q " $M " /proc/mounts
+}
+
+cleanup() {
+	umount -f -l $M 2>/dev/null
+	policy ""
+	nfsd_tls 0 > /dev/null
+}
+trap cleanup EXIT
+
+knfsd_tls_setup "$SERVER_CONF"
+keyctl new_session > /dev/null
+cert=$(padd tlsh:cert $CERTS/client.pem)
+key=$(padd tlsh:key $CERTS/client-key.pem)
+check "keyctl: the client's certificate and key provisioned" test -n "$cert" -a -n "$key"
+check "TLS on for knfsd" [ "$(nfsd_tls 1)" = 1 ]
+yes TLSH-PLAINTEXT-MARKER | head -c 1048576 > /tmp/marker
+MTLS=vers=4.2,xprtsec=mtls,cert_serial=$cert,privkey_serial=$key
+
+# --- xprtsec=tls:mtls: TLS required, any client ---------------------------
+check "exportfs (nfs-utils 2.6.4) takes xprtsec=tls:mtls" policy tls:mtls
+check "exportfs -v shows xprtsec=tls:mtls" exported_with "xprtsec=tls:mtls"
+check "tls:mtls: a plaintext NFSv4.2 client is refused" denied none42 vers=4.2,xprtsec=none "a connection without TLS"
+check "tls:mtls: a plaintext NFSv3 client is refused" denied none3 vers=3,nolock,xprtsec=none "a connection without TLS"
+check "tls:mtls: xprtsec=tls mounts (NFSv4.2)" mounted_tls vers=4.2,xprtsec=tls
+check "... write + read back" rw_marker tls
+umount $M
+check "tls:mtls: xprtsec=tls mounts (NFSv3)" mounted_tls vers=3,nolock,xprtsec=tls
+umount $M
+check "tls:mtls: xprtsec=mtls mounts" mounted_tls $MTLS
+umount $M
+
+# --- xprtsec=mtls: authenticated clients only ---------------------------
+check "exportfs takes xprtsec=mtls" policy mtls
+check "exportfs -v shows xprtsec=mtls" exported_with "xprtsec=mtls"
+check "mtls: a TLS client without a certificate is refused" denied tls42 vers=4.2,xprtsec=tls "a TLS connection without client authentication"
+check "mtls: a plaintext client is refused" denied none42b vers=4.2,xprtsec=none "a connection without TLS"
+check "mtls: xprtsec=mtls mounts" mounted_tls $MTLS
+check "... write + read back" rw_marker mtls
+umount $M
+
+# --- xprtsec=tls alone: as upstream, only clients that were not
+# authenticated ----------------------------------------------------------
+check "exportfs takes xprtsec=tls" policy tls
+check "tls: an authenticated (mtls) client is refused, as upstream's" denied mtls42 "$MTLS" "a TLS connection with client authentication"
+check "tls: xprtsec=tls mounts" mounted_tls vers=4.2,xprtsec=tls
+umount $M
+
+# --- no option: everything allowed ---------------------------------------
+check "exportfs without xprtsec=" policy ""
+check "no policy: a plaintext client mounts" mounted_plain vers=4.2,xprtsec=none
+check "... write + read back" rw_marker plain
+umount $M
+check "no policy: xprtsec=tls mounts" mounted_tls vers=4.2,xprtsec=tls
+umount $M
+rm -f $TLSH_EXPORT_DIR/tls $TLSH_EXPORT_DIR/mtls $TLSH_EXPORT_DIR/plain
+finish
