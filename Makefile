@@ -5,7 +5,7 @@
 #   make check-debug  the guest suite on the debug kernel (KASAN, lockdep,
 #                 kmemleak), in build/debug; see README "What runs where"
 #
-# Other targets: deps kernel helper initramfs peer shell bench install clean
+# Other targets: deps kernel helper nfs-utils initramfs peer shell bench install clean
 
 SHELL := /bin/bash
 TOP := $(CURDIR)
@@ -15,7 +15,7 @@ KSRC := $(B)/linux
 KOBJ := $(B)/kbuild
 DEPS_OK := $(shell $(TOP)/scripts/deps.sh --check 2>/dev/null && echo yes)
 
-.PHONY: all deps docs kernel uapi helper front kmod certs tools initramfs peer check check-host \
+.PHONY: all deps docs kernel uapi helper front kmod certs tools nfs-utils initramfs peer check check-host \
 	check-guest check-debug demo shell bench install deb deb-helper deb-kernel clean distclean checkpatch
 
 all: kernel helper initramfs
@@ -69,7 +69,14 @@ $(B)/tools/hs-serv: tests/tools/hs-serv.c
 certs: ensure-deps
 	@if [ -x tests/certs/mkcerts.sh ]; then tests/certs/mkcerts.sh $(B)/certs >/dev/null; fi
 
-initramfs: ensure-deps helper front certs tools
+# the bench's exportfs and rpc.mountd, nfs-utils 2.6.4 from
+# ../shared/third-party (Debian 12's 2.6.2 rejects the xprtsec= export
+# option): build/nfs-utils/out/, rebuilt only when the tarball or the
+# script changed
+nfs-utils: ensure-deps
+	$(TOP)/scripts/build-nfs-utils.sh
+
+initramfs: ensure-deps helper front certs tools nfs-utils
 	$(TOP)/scripts/mkinitramfs.sh
 
 # The upstream reference peer VM for "tests/vm-run --peer" (tests/peer):

@@ -24,6 +24,11 @@ PKGS=(
 	# what ktls-utils' tlshd needs to build
 	linux-source-6.12 autoconf automake libtool libglib2.0-dev
 	libnl-3-dev libnl-genl-3-dev
+	# the bench's exportfs and rpc.mountd from nfs-utils 2.6.4
+	# (scripts/build-nfs-utils.sh): what its configure checks and the two
+	# programs link with (rpcgen is in rpcsvc-proto)
+	libtirpc-dev libevent-dev libsqlite3-dev libblkid-dev uuid-dev
+	rpcsvc-proto
 )
 
 missing=()

@@ -91,6 +91,11 @@ echo "/srv/export *(rw,sync,no_subtree_check,no_root_squash,insecure,fsid=1)" > 
 # the same helper with fault injection (handshake-helper/fault.h), for 025
 opt_prog "$top/handshake-helper/tlsh-helper-testing" /usr/sbin
 opt_prog "$top/tests/tls-front/tls-front" /usr/local/bin
+# nfs-utils 2.6.4's exportfs and rpc.mountd (make nfs-utils), which know
+# the xprtsec= export option; tests/guest/server-start prefers them to
+# Debian's 2.6.2 in /usr/sbin (copied above, the fallback)
+opt_prog "$B/nfs-utils/out/exportfs" /usr/local/sbin
+opt_prog "$B/nfs-utils/out/rpc.mountd" /usr/local/sbin
 conf=$top/handshake-helper/tlsh-helper.conf
 [ "${TLSH_FROM_DEB:-0}" != 1 ] || conf=$root/etc/tlsh/tlsh-helper.conf
 if [ -f "$conf" ]; then
