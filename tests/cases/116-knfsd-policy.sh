@@ -49,7 +49,7 @@ denied() {
 	el=$(( $(date +%s) - start ))
 	echo "# mount.nfs: $(tail -1 "$TLSH_ARTIFACTS/$1.err") (${el} s)"
 	[ $el -le 30 ] || { echo "# took ${el} s"; return 1; }
-	kgrep "$1" "nfsd: .*: $3 may not use export export" || return 1
+	kgrep "$1" "nfsd: .*: $3 may not use export /srv/export " || return 1
 	! grep -q " $M " /proc/mounts
 }
 

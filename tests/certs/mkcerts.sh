@@ -3,7 +3,9 @@
 #
 # Generate the test PKI for tlsh with GnuTLS's certtool (package gnutls-bin).
 # All keys are ECDSA P-256 (fast).  Idempotent: when OUTDIR already holds a
-# complete set (stamp file OUTDIR/.complete) nothing is done; -f regenerates.
+# complete set made by this version of the script (stamp file
+# OUTDIR/.complete holds the script's sha256) nothing is done; -f
+# regenerates.
 # A partial set is always regenerated from scratch.
 #
 # Files written to OUTDIR (all PEM):
@@ -27,8 +29,9 @@
 #                        trusting ca.pem)
 #   client-other-key.pem
 #   knfsd.pem            the bench's knfsd serving RPC-with-TLS itself:
-#                        DNS plain.test, IP 192.0.2.2, IP 2001:db8::2;
-#                        signed by ca.pem
+#                        DNS plain.test, IP 192.0.2.2, IP 2001:db8::2, and
+#                        the guest's end of the peer link (IP
+#                        198.51.100.2, 2001:db8:1::2); signed by ca.pem
 #   knfsd-key.pem
 #   ref.pem              the upstream reference peer VM's server cert
 #                        (tests/peer): DNS ref.test, IP 198.51.100.1,
@@ -70,7 +73,8 @@ FILES=(ca.pem ca-key.pem other-ca.pem other-ca-key.pem
 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-if [ $force -eq 0 ] && [ -e "$out/.complete" ]; then
+self=$(sha256sum < "$0" | cut -d' ' -f1)
+if [ $force -eq 0 ] && [ "$(cat "$out/.complete" 2>/dev/null)" = "$self" ]; then
 	ok=1
 	for f in "${FILES[@]}"; do [ -s "$out/$f" ] || ok=0; done
 	[ $ok -eq 1 ] && exit 0
@@ -135,7 +139,8 @@ leaf server-untrusted other-ca "${SRV[@]}" "${VALID[@]}"
 leaf ref ca "${REF[@]}" "${VALID[@]}"
 leaf knfsd ca 'cn = "plain.test"' 'organization = "tlsh tests"' \
 	'dns_name = "plain.test"' 'ip_address = "192.0.2.2"' \
-	'ip_address = "2001:db8::2"' 'tls_www_server' 'signing_key' \
+	'ip_address = "2001:db8::2"' 'ip_address = "198.51.100.2"' \
+	'ip_address = "2001:db8:1::2"' 'tls_www_server' 'signing_key' \
 	"${VALID[@]}"
 leaf ref-untrusted other-ca "${REF[@]}" "${VALID[@]}"
 leaf client ca 'cn = "tlsh-client"' 'organization = "tlsh tests"' \
@@ -169,4 +174,4 @@ echo "$hex" >psk.key
 
 chmod 600 ./*-key.pem psk.txt psk.key
 for f in "${FILES[@]}"; do mv -f "$f" "$out/$f"; done
-touch "$out/.complete"
+echo "$self" > "$out/.complete"

@@ -1,0 +1,134 @@
+#!/bin/bash
+# The upstream reference client against our knfsd (tests/vm-run --peer):
+# the peer's linux 6.12 NFS client with ktls-utils' tlshd mounts a knfsd
+# of this guest, run in C1 on the peer link (198.51.100.2, NFSv4 only)
+# with /proc/fs/nfsd/tls on, the agent started on demand for its server
+# handshakes: xprtsec=tls and mtls, 16 MiB written by the peer checked
+# here and read back there, TLS on the wire and no plaintext in the
+# peer's capture, knfsd learning the peer's client certificate; with TLS
+# off, the peer's strict mount fails and its plaintext mount works.
+# Without a peer VM: one SKIP line.
+# tlsh-vm: timeout=600
+. /tlsh/guest/lib.sh
+. /tlsh/guest/tlsh-lib.sh
+. /tlsh/guest/nfs-lib.sh
+. /tlsh/guest/peer-lib.sh
+
+peer_ready "the 6.12 client against our knfsd" || exit 0
+nfs_tls_ready "the 6.12 client against our knfsd" svc_tcp_handshake || exit 0
+
+L=$TLSH_PEER_LOCAL
+MOUNTD=/usr/local/sbin/rpc.mountd
+[ -x $MOUNTD ] || MOUNTD=/usr/sbin/rpc.mountd
+PM=/mnt/g
+SERVER_CONF="server-certificate = $CERTS/knfsd.pem
+server-private-key = $CERTS/knfsd-key.pem
+client-trust-store = $CERTS/ca.pem"
+
+# c1_nfsd start|stop|tls [0|1]: a knfsd (NFSv4 only: no rpcbind, a
+# mountd without listeners for the export caches) in C1, listening on
+# the peer link; its daemons keep the mount namespace in which C1's nfsd
+# filesystem is mounted
+c1_nfsd() {
+	case "$1" in
+	start)
+		ip netns exec C1 sh -c "mount -t nfsd nfsd /proc/fs/nfsd &&
+			echo 1 > /proc/fs/nfsd/tls &&
+			echo 10 > /proc/fs/nfsd/nfsv4leasetime &&
+			echo 10 > /proc/fs/nfsd/nfsv4gracetime &&
+			{ $MOUNTD -F -N 2 -N 3 --no-udp > $TLSH_ARTIFACTS/c1-mountd.log 2>&1 &
+			  echo \$! > /run/c1-mountd.pid; } &&
+			rpc.nfsd --no-udp -N 3 -V 4 -V 4.1 -V 4.2 -H $L 4 &&
+			for i in \$(seq 50); do echo Y 2>/dev/null > /proc/fs/nfsd/v4_end_grace && break; sleep 0.1; done" ;;
+	stop)
+		ip netns exec C1 sh -c "mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
+			rpc.nfsd 0"
+		kill "$(cat /run/c1-mountd.pid 2>/dev/null)" 2>/dev/null ;;
+	tls)
+		ip netns exec C1 sh -c "mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
+			${2:+echo $2 > /proc/fs/nfsd/tls || exit 1}
+			cat /proc/fs/nfsd/tls" ;;
+	esac
+}
+
+# on_peer COMMAND: a shell command on the peer, a minute to finish
+on_peer() {
+	PEER_TIMEOUT=$((60 * TLSH_SLOWDOWN)) peer sh "$*"
+}
+# peer_mounts OPTIONS: the peer mounts our export on $PM (mount.nfs
+# itself: util-linux's mount, run from the peer's control service, loses
+# its helper child now and then: "mount failed: No child processes")
+peer_mounts() {
+	on_peer "mkdir -p $PM && mount.nfs $L:$TLSH_EXPORT $PM -o $1,retry=0 && grep ' $PM ' /proc/mounts" && return 0
+	echo "# the peer's kernel log:"
+	peer dmesg 8 | sed 's/^/#   /'
+	echo "# our kernel log and agent log:"
+	dmesg | tail -4 | sed 's/^/#   /'
+	grep tlsh-helper /var/log/messages | tail -4 | sed 's/^/#   /'
+	return 1
+}
+peer_umount() { on_peer "umount -i $PM" > /dev/null; }
+# peer_writes NAME: the peer writes its 16 MiB file as NAME, we check it
+peer_writes() {
+	local out got
+	out=$(on_peer "grep -q ' $PM ' /proc/mounts && cp /tmp/g16 $PM/$1 && cp /tmp/marker $PM/marker.$1 && sync") ||
+		{ echo "# the peer could not write $1: $out"; return 1; }
+	got=$(sha256sum < $TLSH_EXPORT_DIR/$1 | cut -d' ' -f1)
+	[ "$got" = "$want" ] && return 0
+	echo "# $1 here: sha256 ${got:-none}, the peer's: $want"
+	return 1
+}
+# peer_reads NAME: the peer reads NAME back with the same sha256
+peer_reads() {
+	[ "$(on_peer "grep -q ' $PM ' /proc/mounts && sha256sum < $PM/$1 | cut -d' ' -f1")" = "$want" ]
+}
+no_plaintext_on_peer() {
+	local st n
+	st=$(peer capture stop)
+	n=$(peer sh "grep -ac TLSH-PLAINTEXT-MARKER /tmp/capture.pcap")
+	echo "# peer's capture: $(tr '\n' ' ' <<< "$st"), $n lines of the marker"
+	[ "$(sed -n 's/^tls=//p' <<< "$st")" -gt 10 ] && [ "$n" = 0 ]
+}
+peer_keys() { grep " svc_tls_done:" $TRACE/trace | grep "status=0 " | grep -vc "peer_key=00000000"; }
+
+cleanup() {
+	on_peer "umount -i -f $PM" > /dev/null 2>&1
+	c1_nfsd stop > /dev/null 2>&1
+}
+trap cleanup EXIT
+
+knfsd_tls_setup "$SERVER_CONF"
+check "the peer's tlshd runs (trusted)" [ "$(peer tlshd mode)" = trusted ]
+check "a knfsd in C1 on the peer link, TLS on" c1_nfsd start
+check "... /proc/fs/nfsd/tls of C1 reads 1" [ "$(c1_nfsd tls)" = 1 ]
+check "the peer makes 16 MiB of data" on_peer "dd if=/dev/urandom of=/tmp/g16 bs=1M count=16 status=none && yes TLSH-PLAINTEXT-MARKER | head -c 1048576 > /tmp/marker"
+want=$(on_peer "sha256sum < /tmp/g16 | cut -d' ' -f1")
+
+# --- xprtsec=tls ---------------------------------------------------------
+peer capture start tcp port 2049 > /dev/null
+check "6.12 client: NFSv4.2 mount of our knfsd with xprtsec=tls" peer_mounts vers=4.2,xprtsec=tls
+check "6.12 client: 16 MiB written, same sha256 here" peer_writes tls16
+peer_umount
+check "6.12 client: remount (tls) and read back" peer_mounts vers=4.2,xprtsec=tls
+check "... same sha256 on the peer" peer_reads tls16
+peer_umount
+check "the peer's capture: TLS records, no plaintext of the marker" no_plaintext_on_peer
+check "trace: our knfsd answered STARTTLS and its handshakes succeeded" [ "$(grep " svc_tls_done:" $TRACE/trace | grep -c "status=0 ")" -ge 2 ]
+tlshd_handshakes() { peer log tlshd 50 | grep -q 'Handshake .*succeeded'; }
+check "tlshd on the peer did the client handshakes" tlshd_handshakes
+
+# --- xprtsec=mtls: tlshd's client certificate ----------------------------
+p0=$(peer_keys)
+check "6.12 client: NFSv4.2 mount with xprtsec=mtls" peer_mounts vers=4.2,xprtsec=mtls
+check "6.12 client (mtls): 16 MiB written, same sha256 here" peer_writes mtls16
+peer_umount
+check "knfsd learned the peer's client certificate (XPT_PEER_AUTH)" [ "$(peer_keys)" -gt "$p0" ]
+
+# --- TLS off: the strict mount fails, plaintext works --------------------
+check "TLS off in C1" [ "$(c1_nfsd tls 0)" = 0 ]
+check_fail "6.12 client: xprtsec=tls fails against our knfsd with TLS off" peer_mounts vers=4.2,xprtsec=tls
+check "6.12 client: xprtsec=none mounts" peer_mounts vers=4.2,xprtsec=none
+check "... and reads the TLS-written file back" peer_reads tls16
+peer_umount
+rm -f $TLSH_EXPORT_DIR/tls16 $TLSH_EXPORT_DIR/mtls16 $TLSH_EXPORT_DIR/marker.*
+finish
