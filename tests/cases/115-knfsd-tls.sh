@@ -9,7 +9,9 @@
 # default and after "echo 0": no STARTTLS, so clients learn at once that
 # there is no TLS. A server agent without
 # a certificate (ENOKEY) turns TLS off for the namespace, with one kernel
-# line, and auto clients go on in plaintext.
+# line, and auto clients go on in plaintext. The server's agent killed
+# in the middle of a handshake: that connection is closed at once, knfsd
+# serves the next client.
 # tlsh-vm: timeout=900
 . /tlsh/guest/lib.sh
 . /tlsh/guest/tlsh-lib.sh
@@ -133,6 +135,53 @@ check "psk: knfsd learned the client's PSK identity" [ "$(peer_keys)" -gt "$p0" 
 check "xprtsec=psk with a wrong key: refused" refused pskbad vers=4.2,xprtsec=psk,psk_serial=$pskbad
 keyctl unlink "$ring" @u > /dev/null 2>&1 || keyctl unlink "$ring" > /dev/null 2>&1
 new_config "$SERVER_CONF"
+
+# --- the server's agent killed mid-handshake ------------------------------
+# stall_client: from C1, an AUTH_TLS NULL probe to knfsd; on STARTTLS, no
+# ClientHello: hold the connection until the server closes it (at most
+# 25 s). Writes "starttls=0|1 eof=SECONDS" to $A/stall.out
+stall_client() {
+	local t0
+	exec 3<>/dev/tcp/$TLSH_PLAIN_ADDR/2049 || return 1
+	printf '\x80\x00\x00\x28\x54\x4c\x53\x48\x00\x00\x00\x00\x00\x00\x00\x02\x00\x01\x86\xa3\x00\x00\x00\x04\x00\x00\x00\x00\x00\x00\x00\x07\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00' >&3
+	if timeout 10 head -c 36 <&3 | grep -aq STARTTLS; then
+		echo starttls=1 > $A/stall.starttls
+	else
+		echo starttls=0 > $A/stall.starttls
+	fi
+	t0=$(date +%s)
+	timeout 25 cat <&3 > /dev/null
+	echo "eof=$(( $(date +%s) - t0 ))" > $A/stall.eof
+	exec 3<&-
+}
+# handshake_pending: the agent's handshake process for the stalled client
+# has started
+handshake_pending() {
+	tail -n +"$log0" /var/log/messages | grep -q "192.0.2.11:[0-9]* (no peer name): x509 server handshake"
+}
+no_conn_from_c1() {
+	! ip netns exec S ss -tn state established "( sport = :2049 )" | grep -q "192.0.2.11"
+}
+rm -f $A/stall.*
+log0=$(( $(wc -l < /var/log/messages) + 1 ))
+fails0=$(grep " svc_tls_done:" $TRACE/trace | grep -vc "status=0 ")
+stall_client &
+stall=$!
+check "a client that stops after STARTTLS: knfsd answered STARTTLS" wait_for 15 grep -q starttls=1 $A/stall.starttls
+check "... and its handshake is with the server's agent" wait_for 15 handshake_pending
+t0=$(date +%s)
+for p in $(sed -n "s/.*tlsh-helper\[\([0-9]*\)\]: serving network namespace $s_net .*/\1/p" /var/log/messages); do
+	kill -KILL "$p" 2>/dev/null
+done
+check "the server's agent killed: the handshake fails at once (svc_tls_done with an error)" \
+	wait_for 5 sh -c "[ \$(grep ' svc_tls_done:' $TRACE/trace | grep -vc 'status=0 ') -gt $fails0 ]"
+check "... and knfsd closes that connection, long before the deadline" wait_for 10 test -s $A/stall.eof
+echo "# the stalled client saw the close after $(cat $A/stall.eof 2>/dev/null) (killed after $(( $(date +%s) - t0 )) s)"
+wait $stall
+check "... no connection from that client is left on the server" no_conn_from_c1
+check "knfsd keeps serving: the next xprtsec=tls mount works (a new agent)" mounted_tls vers=4.2,xprtsec=tls
+check "... write + read back" rw_marker after-kill
+umount $M
 
 # --- off again -----------------------------------------------------------
 check "echo 0 turns it off" [ "$(nfsd_tls 0)" = 0 ]
