@@ -3,11 +3,11 @@
 # the peer's linux 6.12 NFS client with ktls-utils' tlshd mounts a knfsd
 # of this guest, run in C1 on the peer link (198.51.100.2, NFSv4 only)
 # with /proc/fs/nfsd/tls on, the agent started on demand for its server
-# handshakes: xprtsec=tls and mtls, 16 MiB written by the peer checked
-# here and read back there, TLS on the wire and no plaintext in the
-# peer's capture, knfsd learning the peer's client certificate; with TLS
-# off, the peer's strict mount fails and its plaintext mount works.
-# Without a peer VM: one SKIP line.
+# handshakes: xprtsec=tls (NFSv4.2, 4.1, 4.0) and mtls, 16 MiB written
+# by the peer checked here and read back there, TLS on the wire and no
+# plaintext in the peer's capture, knfsd learning the peer's client
+# certificate; with TLS off, the peer's strict mount fails and its
+# plaintext mount works. Without a peer VM: one SKIP line.
 # tlsh-vm: timeout=600
 . /tlsh/guest/lib.sh
 . /tlsh/guest/tlsh-lib.sh
@@ -116,6 +116,13 @@ check "the peer's capture: TLS records, no plaintext of the marker" no_plaintext
 check "trace: our knfsd answered STARTTLS and its handshakes succeeded" [ "$(grep " svc_tls_done:" $TRACE/trace | grep -c "status=0 ")" -ge 2 ]
 tlshd_handshakes() { peer log tlshd 50 | grep -q 'Handshake .*succeeded'; }
 check "tlshd on the peer did the client handshakes" tlshd_handshakes
+
+# --- NFSv4.1 and v4.0 ------------------------------------------------------
+for v in 4.1 4.0; do
+	check "6.12 client: NFSv$v mount with xprtsec=tls" peer_mounts vers=$v,xprtsec=tls
+	check "6.12 client (NFSv$v): reads the 16 MiB back" peer_reads tls16
+	peer_umount
+done
 
 # --- xprtsec=mtls: tlshd's client certificate ----------------------------
 p0=$(peer_keys)

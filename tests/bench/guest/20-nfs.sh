@@ -1,11 +1,26 @@
 # NFS benchmarks (runs in C1): mount latency (none, tls cold and warm,
 # auto against a server without TLS), sequential throughput, a small-file
-# metadata workload and CPU time per MiB, for plaintext NFS, NFS over kTLS
-# (xprtsec=tls) and plaintext NFS through a stunnel tunnel.
+# metadata workload and CPU time per MiB (client and server side), for
+# plaintext NFS, NFS over kTLS on the client (xprtsec=tls to the
+# user-space TLS front), kTLS on both ends (xprtsec=tls to knfsd serving
+# RPC-with-TLS itself: mode ktls) and plaintext NFS through a stunnel
+# tunnel.
 S=$TLSH_SERVER_ADDR
 MNT=/mnt/bench
 mkdir -p $MNT
 bench_setup || { echo "bench: cannot set up"; exit 1; }
+# the agent also serves knfsd's handshakes (mode ktls)
+bench_config "server-certificate = $CERTS/knfsd.pem
+server-private-key = $CERTS/knfsd-key.pem"
+# nfsd_tls 0|1: knfsd's RPC-with-TLS in S (on only for the ktls mode, so
+# that plain.test stays the server without TLS of the auto measurements)
+nfsd_tls() {
+	ip netns exec S sh -c "mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
+		echo $1 > /proc/fs/nfsd/tls" 2>/dev/null
+}
+KTLS=0
+nfsd_tls 0 && KTLS=1
+info nfs.knfsd-tls "$KTLS"
 NA_XPRTSEC="n/a (xprtsec= not supported by this kernel)"
 
 # knfsd's port in S (the TLS front, once there, owns server.test:2049)
@@ -57,11 +72,15 @@ mode_src() {
 	none-front) echo "$MO$NONE_OPT server.test:$TLSH_EXPORT" ;;
 	tls) echo "$MO,xprtsec=tls server.test:$TLSH_EXPORT" ;;
 	stunnel) echo "$MO$NONE_OPT,port=2050 127.0.0.1:$TLSH_EXPORT" ;;
+	ktls) echo "$MO,xprtsec=tls $PLAIN:$TLSH_EXPORT" ;;
 	esac
 }
 mount_mode() {
 	local o s
 	read -r o s <<< "$(mode_src $1)"
+	if [ $KTLS = 1 ]; then
+		if [ $1 = ktls ]; then nfsd_tls 1; else nfsd_tls 0; fi
+	fi
 	mnt "$o" "$s"
 }
 
@@ -108,14 +127,19 @@ ip netns exec S tls-front --no-tls --listen $S:20490 --backend 127.0.0.1:$kport 
 front_notls=$!
 wait_for 10 sh -c "ip netns exec S ss -ltn | grep -q '$S:20490 '"
 
-MODES=${BENCH_NFS_MODES:-none tls stunnel}
+MODES=${BENCH_NFS_MODES:-none tls ktls stunnel}
 mode_ok() {
-	[ $1 != tls ] || [ $XPRTSEC = 1 ]
+	case $1 in
+	tls) [ $XPRTSEC = 1 ] ;;
+	ktls) [ $XPRTSEC = 1 ] && [ $KTLS = 1 ] ;;
+	esac
 }
 # a mode that does not mount is reported n/a for all its metrics
 for m in $MODES; do
 	if ! mode_ok $m; then
-		for x in tput.write tput.read cpu.write cpu.read meta.create meta.stat meta.remove; do na $x.$m "$NA_XPRTSEC"; done
+		why=$NA_XPRTSEC
+		[ $m = ktls ] && [ $XPRTSEC = 1 ] && why="n/a (no /proc/fs/nfsd/tls: knfsd cannot serve TLS)"
+		for x in tput.write tput.read cpu.write cpu.read meta.create meta.stat meta.remove; do na $x.$m "$why"; done
 	elif mount_mode $m; then
 		umount $MNT
 	else
@@ -188,6 +212,7 @@ for i in $(seq "$BENCH_TPUT_REPS"); do
 			emit tput.write.$m "$(rate $MS $MIB)"
 			emit cpu.write.$m "$(per_mib $((c1 - c0 - (s1 - s0))) $MIB)"
 			emit cpu.write.$m.all "$(per_mib $((c1 - c0)) $MIB)"
+			emit cpu.server.write.$m "$(per_mib $((s1 - s0)) $MIB)"
 		fi
 		sync; echo 3 > /proc/sys/vm/drop_caches
 		mount_mode $m || continue
@@ -207,6 +232,7 @@ for i in $(seq "$BENCH_TPUT_REPS"); do
 			emit tput.read.$m "$(rate $MS $MIB)"
 			emit cpu.read.$m "$(per_mib $((c1 - c0 - (s1 - s0))) $MIB)"
 			emit cpu.read.$m.all "$(per_mib $((c1 - c0)) $MIB)"
+			emit cpu.server.read.$m "$(per_mib $((s1 - s0)) $MIB)"
 		fi
 	done
 done
@@ -238,5 +264,6 @@ for i in $(seq "$BENCH_META_REPS"); do
 done
 
 kill $stunnel_c $stunnel_s $front_notls 2>/dev/null
+[ $KTLS = 1 ] && nfsd_tls 0
 kill_agents
 exit 0
