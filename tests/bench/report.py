@@ -108,6 +108,8 @@ ROWS = [
     ("cpu.read.none.all", "read, none (whole guest)", "ms/MiB"),
     ("cpu.read.tls.all", "read, tls (whole guest)", "ms/MiB"),
     ("cpu.read.stunnel.all", "read, stunnel (whole guest)", "ms/MiB"),
+    ("cpu.write.ktls.all", "write, ktls (whole guest: client and server)", "ms/MiB"),
+    ("cpu.read.ktls.all", "read, ktls (whole guest: client and server)", "ms/MiB"),
     ("Server CPU time per MiB moved (nfsd threads and server-side relays: tls-front, stunnel)", None, None),
     ("cpu.server.write.none", "write, none", "ms/MiB"),
     ("cpu.server.write.tls", "write, tls (kTLS client, user-space TLS front)", "ms/MiB"),
