@@ -13,7 +13,7 @@ run() { printf '$ %s\n' "$*"; "$@"; }
 say "The guest: a server namespace S and client namespaces C1, C2 (we are in C1)"
 run ip -br addr show eth0
 say "The server exports $TLSH_EXPORT; knfsd sits behind an RPC-with-TLS front on $TLSH_SERVER_NAME:2049"
-run ip netns exec S /usr/sbin/exportfs -v
+run ip netns exec S exportfs -v
 run ip netns exec S ss -ltn 'sport = :2049'
 
 say "The client side: request-key knows how to start the helper; no helper is running"

@@ -10,7 +10,7 @@ check "the guest runs on all ${cpus:-?} vCPUs QEMU gave it (SMP)" [ "$(nproc)" =
 check "topology: C1 reaches the server over IPv4" ping -c1 -W2 "$TLSH_SERVER_ADDR"
 check "topology: C1 reaches the server over IPv6" ping -c1 -W2 "$TLSH_SERVER_ADDR6"
 check "topology: server.test resolves" grep -q "server.test" /etc/hosts
-check "server: exports $TLSH_EXPORT" sh -c "ip netns exec S /usr/sbin/exportfs | grep -q '$TLSH_EXPORT'"
+check "server: exports $TLSH_EXPORT" sh -c "ip netns exec S exportfs | grep -q '$TLSH_EXPORT'"
 check "server: rpcbind lists nfs v3 and mountd" sh -c "rpcinfo -p $TLSH_SERVER_ADDR | grep -q nfs && rpcinfo -p $TLSH_SERVER_ADDR | grep -q mountd"
 
 mnt=/mnt/v42
