@@ -91,11 +91,13 @@ tlshd_build() {
 	rm -rf "$dir"
 	mkdir -p "$dir"
 	tar -xzf "$ktls" -C "$dir" --strip-components=1
+	# one chain: set -e does not act inside a subshell whose status is
+	# tested with ||, so a failing autoreconf or configure must stop it
 	(
-		cd "$dir"
-		autoreconf -fi
-		./configure -q --prefix=/usr --sysconfdir=/etc
-		make -s -j"$jobs"
+		cd "$dir" &&
+			autoreconf -fi &&
+			./configure -q --prefix=/usr --sysconfdir=/etc &&
+			make -s -j"$jobs"
 	) > "$P/tlshd-build.log" 2>&1 || { tail -20 "$P/tlshd-build.log" >&2; die "tlshd did not build (see $P/tlshd-build.log)"; }
 	echo "$want" > "$dir/.tlsh-built"
 	log "built $dir/src/tlshd/tlshd in $(( $(date +%s) - start )) s"
