@@ -17,25 +17,9 @@ PK=3050		# front: PSK
 # our own session keyring, so that nothing leaks into the next case
 keyctl new_session >/dev/null
 
-# padd NAME FILE: a user key in the session keyring, prints its serial
-padd() { keyctl padd user "$1" @s < "$2"; }
-# fails_with MARK MESSAGE OPTIONS...: the mount fails, in bounded time,
-# the kernel says MESSAGE, nothing is mounted
-fails_with() {
-	local mark=$1 msg=$2 opts=$3 start el
-	kmark "$mark"
-	start=$(date +%s)
-	if nfs_mount "$opts" $S $M 2> "$TLSH_ARTIFACTS/$mark.err"; then
-		echo "# mounted with $opts"
-		umount $M
-		return 1
-	fi
-	el=$(( $(date +%s) - start ))
-	echo "# $(cat "$TLSH_ARTIFACTS/$mark.err") (${el} s)"
-	[ $el -le 30 ] || { echo "# took ${el} s"; return 1; }
-	kgrep "$mark" "$msg" || return 1
-	! grep -q " $M " /proc/mounts
-}
+# fails_with MARK MESSAGE OPTIONS: the mount of server.test fails, in
+# bounded time, the kernel says MESSAGE, nothing is mounted
+fails_with() { mount_fails $S "$@"; }
 
 cert=$(padd tlsh:cert $CERTS/client.pem)
 key=$(padd tlsh:key $CERTS/client-key.pem)

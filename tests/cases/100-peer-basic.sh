@@ -42,32 +42,6 @@ handshakes_since() {
 	return 1
 }
 
-# capture_on_peer: ends the peer's capture; prints "TLS-RECORDS MARKERS":
-# TLS application data records and lines of the marker file's text in it
-capture_on_peer() {
-	local st n
-	st=$(peer capture stop)
-	n=$(peer sh "grep -ac TLSH-PLAINTEXT-MARKER /tmp/capture.pcap")
-	echo "$(sed -n 's/^tls=//p' <<< "$st") ${n:-?}"
-}
-
-# no_plaintext_on_peer: the peer's capture has TLS records and not the
-# marker file's content
-no_plaintext_on_peer() {
-	local tls n
-	read -r tls n < <(capture_on_peer)
-	echo "# peer's capture: $tls TLS records, $n lines of the marker"
-	[ "${tls:-0}" -gt 10 ] && [ "$n" = 0 ]
-}
-
-# plaintext_on_peer: the capture method sees the marker without TLS
-plaintext_on_peer() {
-	local tls n
-	read -r tls n < <(capture_on_peer)
-	echo "# peer's capture: $tls TLS records, $n lines of the marker"
-	[ "${n:-0}" -gt 0 ] 2>/dev/null
-}
-
 # --- the link and the control channel ---------------------------------
 check "link: C1 reaches ref.test over IPv4 (ping)" ping -c1 -W2 $R
 check "link: C1 reaches ref.test over IPv6 (ping)" ping -c1 -W2 "$TLSH_PEER_ADDR6"

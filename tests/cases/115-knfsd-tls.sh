@@ -52,7 +52,6 @@ check "echo 1 > /proc/fs/nfsd/tls turns it on" [ "$(nfsd_tls 1)" = 1 ]
 dd if=/dev/urandom of=/tmp/r64 bs=1M count=64 status=none
 want64=$(sha256sum < /tmp/r64 | cut -d' ' -f1)
 yes TLSH-PLAINTEXT-MARKER | head -c 4194304 > /tmp/marker
-queued=$(count tlsh_req_queued)
 capture_start k42 tcp port 2049
 check "xprtsec=tls mount of knfsd, NFSv4.2" nfs_mount vers=4.2,xprtsec=tls $P $M
 check "mountstats: connected and encrypted" encrypted $M 1

@@ -38,19 +38,7 @@ exported_with() {
 # denied MARK OPTIONS KIND: the mount fails within 30 s, the server says
 # that a KIND connection may not use the export, nothing is mounted
 denied() {
-	local start el
-	kmark "$1"
-	start=$(date +%s)
-	if nfs_mount "$2" $P $M 2> "$TLSH_ARTIFACTS/$1.err"; then
-		umount $M
-		echo "# mounted with $2"
-		return 1
-	fi
-	el=$(( $(date +%s) - start ))
-	echo "# mount.nfs: $(tail -1 "$TLSH_ARTIFACTS/$1.err") (${el} s)"
-	[ $el -le 30 ] || { echo "# took ${el} s"; return 1; }
-	kgrep "$1" "nfsd: .*: $3 may not use export /srv/export " || return 1
-	! grep -q " $M " /proc/mounts
+	mount_fails $P "$1" "nfsd: .*: $3 may not use export /srv/export " "$2"
 }
 
 cleanup() {

@@ -44,10 +44,7 @@ c1_nfsd() {
 		ip netns exec C1 sh -c "mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
 			rpc.nfsd 0"
 		kill "$(cat /run/c1-mountd.pid 2>/dev/null)" 2>/dev/null ;;
-	tls)
-		ip netns exec C1 sh -c "mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
-			${2:+echo $2 > /proc/fs/nfsd/tls || exit 1}
-			cat /proc/fs/nfsd/tls" ;;
+	tls) nfsd_tls_ns C1 "${2:-}" ;;
 	esac
 }
 
@@ -82,15 +79,6 @@ peer_writes() {
 peer_reads() {
 	[ "$(on_peer "grep -q ' $PM ' /proc/mounts && sha256sum < $PM/$1 | cut -d' ' -f1")" = "$want" ]
 }
-no_plaintext_on_peer() {
-	local st n
-	st=$(peer capture stop)
-	n=$(peer sh "grep -ac TLSH-PLAINTEXT-MARKER /tmp/capture.pcap")
-	echo "# peer's capture: $(tr '\n' ' ' <<< "$st"), $n lines of the marker"
-	[ "$(sed -n 's/^tls=//p' <<< "$st")" -gt 10 ] && [ "$n" = 0 ]
-}
-peer_keys() { grep " svc_tls_done:" $TRACE/trace | grep "status=0 " | grep -vc "peer_key=00000000"; }
-
 cleanup() {
 	on_peer "umount -i -f $PM" > /dev/null 2>&1
 	c1_nfsd stop > /dev/null 2>&1

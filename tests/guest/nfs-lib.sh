@@ -168,12 +168,15 @@ svc_count() {
 	grep " $1:" $TRACE/trace | grep -c -- "${2:-}"
 }
 
-# nfsd_tls [0|1]: write /proc/fs/nfsd/tls of S (when given), print it
-nfsd_tls() {
-	ip netns exec S sh -c "mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
-		${1:+echo $1 > /proc/fs/nfsd/tls || exit 1}
+# nfsd_tls_ns NS [0|1]: write /proc/fs/nfsd/tls of namespace NS (when
+# given), print it
+nfsd_tls_ns() {
+	ip netns exec "$1" sh -c "mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
+		${2:+echo $2 > /proc/fs/nfsd/tls || exit 1}
 		cat /proc/fs/nfsd/tls"
 }
+# nfsd_tls [0|1]: the same for S
+nfsd_tls() { nfsd_tls_ns S "$@"; }
 
 # server_agents: live agents serving S's network namespace (an agent
 # runs in the root namespace and says in syslog which one it serves)
@@ -203,20 +206,28 @@ rw_marker() { mountpoint -q $M && cp /tmp/marker $M/$1 && cmp -s /tmp/marker $M/
 # mounted_plain OPTIONS: mount $P with OPTIONS; the transport in plaintext
 mounted_plain() { nfs_mount "$1" $P $M && plaintext $M; }
 
-# refused MARK OPTIONS: the mount fails within 30 s, the kernel says the
-# server refused the session, nothing is mounted
-refused() {
-	local start el
-	kmark "$1"
+# mount_fails SERVER MARK PATTERN OPTIONS: mounting SERVER's export on $M
+# with OPTIONS fails within 30 s, the kernel log after MARK has PATTERN,
+# nothing is mounted; mount's message (and the time) as a TAP comment
+mount_fails() {
+	local srv=$1 mark=$2 msg=$3 opts=$4 start el
+	kmark "$mark"
 	start=$(date +%s)
-	if nfs_mount "$2" $P $M; then
+	if nfs_mount "$opts" "$srv" $M 2> "$TLSH_ARTIFACTS/$mark.err"; then
+		echo "# mounted with $opts"
 		umount $M
 		return 1
 	fi
 	el=$(( $(date +%s) - start ))
+	echo "# $(tr '\n' ' ' < "$TLSH_ARTIFACTS/$mark.err")(${el} s)"
 	[ $el -le 30 ] || { echo "# took ${el} s"; return 1; }
-	kgrep "$1" "plain.test .* \\(refused the TLS session\\|failed: refused by the server\\|failed: the server closed the connection during the handshake\\)" || return 1
+	kgrep "$mark" "$msg" || return 1
 	! grep -q " $M " /proc/mounts
+}
+# refused MARK OPTIONS: mounting $P fails, the kernel says the server
+# refused the TLS session
+refused() {
+	mount_fails $P "$1" "plain.test .* \(refused the TLS session\|failed: refused by the server\|failed: the server closed the connection during the handshake\)" "$2"
 }
 # peer_keys: server handshakes that named an authenticated client
 peer_keys() { grep " svc_tls_done:" $TRACE/trace | grep "status=0 " | grep -vc "peer_key=00000000"; }

@@ -458,6 +458,24 @@ pair() {
 	hs -c "$conf" --connect "$A:$aport" --peername server.test "$@"
 	accept_wait
 }
+# cli_pair ARGS... -- INPUT CLI-ARGS...: "--accept ARGS" serving one
+# gnutls-cli (trusting the test CA, CLI-ARGS added) that sends INPUT;
+# gnutls-cli's output in $out and status in $rc, the agent's as accept_wait
+cli_pair() {
+	local sargs=() input
+	while [ "$1" != "--" ]; do sargs+=("$1"); shift; done
+	shift
+	input=$1
+	shift
+	if accept_start "${sargs[@]}"; then
+		out=$(echo "$input" | timeout 20 gnutls-cli --x509cafile "$pki/ca.pem" \
+			-p "$aport" "$A" "$@" 2>&1)
+		rc=$?
+	else
+		out="--accept did not listen" rc=none
+	fi
+	accept_wait
+}
 
 S="server-certificate = $pki/srv.pem
 server-private-key = $pki/srv.key
@@ -507,14 +525,7 @@ hs -c "$tmp/srv.conf" --connect $A:1 --x509
 expect "--x509 goes with --accept only" 2 '--x509 goes with --accept'
 
 # (a) TLS 1.3 with the server certificate, gnutls-cli as the client
-if accept_start -c "$tmp/srv.conf" --send from-agent; then
-	out=$(echo from-gnutls-cli | timeout 20 gnutls-cli --x509cafile "$pki/ca.pem" \
-		-p "$aport" "$A" 2>&1)
-	rc=$?
-else
-	out="--accept did not listen" rc=none
-fi
-accept_wait
+cli_pair -c "$tmp/srv.conf" --send from-agent -- from-gnutls-cli
 expect "gnutls-cli verifies the agent's server certificate and completes TLS 1.3" 0 \
 	'Description: \(TLS1\.3-X\.509\)'
 grep -q '^from-agent$' <<< "$out" && ! grep -q 'requested a certificate' <<< "$out" &&
@@ -538,14 +549,8 @@ pair "$tmp/mtls.conf" -- --cert-file "$pki/client.pem" --key-file "$pki/client.k
 expect "mTLS server: the client with a certificate of the client trust store's CA completes" 0 'handshake ok: TLS1\.3'
 accept_expect "... is authenticated by its subject, named by a key holding its certificate (tlsh:client:<sha256>)" 0 \
 	"client: CN=client\.test \(identity key [0-9]+: tlsh:client:$sum\)"
-if accept_start -c "$tmp/mtls.conf"; then
-	out=$(echo | timeout 20 gnutls-cli --x509cafile "$pki/ca.pem" -p "$aport" "$A" \
-		--x509certfile "$pki/client.pem" --x509keyfile "$pki/client.key" 2>&1)
-	rc=$?
-else
-	out="--accept did not listen" rc=none
-fi
-accept_wait
+cli_pair -c "$tmp/mtls.conf" -- "" \
+	--x509certfile "$pki/client.pem" --x509keyfile "$pki/client.key"
 grep -q 'Server has requested a certificate' <<< "$out" &&
 	tap ok "mTLS server: gnutls-cli is asked for a certificate" ||
 	{ tap "not ok" "mTLS server: gnutls-cli is asked for a certificate"; diag <<< "$out"; }
@@ -599,15 +604,9 @@ accept_expect "... a PSK handshake, the client named by its PSK identity" 0 \
 	'handshake ok: TLS1\.3 .*
 client: PSK identity client1
 received: cli'
-if accept_start -c "$tmp/srv.conf" --x509 --psk-file "$pki/psk2.txt" --send from-agent; then
-	out=$(echo from-gnutls-cli | timeout 20 gnutls-cli --x509cafile "$pki/ca.pem" \
-		--priority NORMAL:+ECDHE-PSK:+DHE-PSK:+PSK --pskusername client1 \
-		--pskkey "$(cut -d: -f2 "$pki/psk.txt")" -p "$aport" "$A" 2>&1)
-	rc=$?
-else
-	out="--accept did not listen" rc=none
-fi
-accept_wait
+cli_pair -c "$tmp/srv.conf" --x509 --psk-file "$pki/psk2.txt" --send from-agent -- from-gnutls-cli \
+	--priority NORMAL:+ECDHE-PSK:+DHE-PSK:+PSK --pskusername client1 \
+	--pskkey "$(cut -d: -f2 "$pki/psk.txt")"
 expect "x509 server with PSKs: gnutls-cli offering a PSK gets a PSK handshake" 0 \
 	"PSK authentication\. Connected as 'client1'"
 grep -q '^from-agent$' <<< "$out" && ! grep -q 'Got a certificate list' <<< "$out" &&
@@ -616,14 +615,7 @@ grep -q '^from-agent$' <<< "$out" && ! grep -q 'Got a certificate list' <<< "$ou
 accept_expect "... the agent names the client by its PSK identity" 0 \
 	'client: PSK identity client1
 received: from-gnutls-cli'
-if accept_start -c "$tmp/srv.conf" --x509 --psk-file "$pki/psk2.txt" --send from-agent; then
-	out=$(echo from-gnutls-cli | timeout 20 gnutls-cli --x509cafile "$pki/ca.pem" \
-		-p "$aport" "$A" 2>&1)
-	rc=$?
-else
-	out="--accept did not listen" rc=none
-fi
-accept_wait
+cli_pair -c "$tmp/srv.conf" --x509 --psk-file "$pki/psk2.txt" --send from-agent -- from-gnutls-cli
 expect "x509 server with PSKs: gnutls-cli without a PSK still verifies the server certificate (TLS 1.3 X.509)" 0 \
 	'Description: \(TLS1\.3-X\.509\)-\(ECDHE'
 accept_expect "... and is an unauthenticated client, as without PSKs" 0 \
