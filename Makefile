@@ -66,6 +66,11 @@ $(B)/tools/hs-serv: tests/tools/hs-serv.c
 	$(CC) -std=c11 -Wall -Wextra -Werror -O2 -pthread -o $@ $< \
 		$$(pkg-config --cflags --libs gnutls)
 
+# the capture's TLS records (libpcap)
+$(B)/tools/tls-records: tests/tools/tls-records.c
+	@mkdir -p $(B)/tools
+	$(CC) -std=c11 -Wall -Wextra -Werror -O2 -o $@ $< $$(pkg-config --cflags --libs libpcap)
+
 certs: ensure-deps
 	@if [ -x tests/certs/mkcerts.sh ]; then tests/certs/mkcerts.sh $(B)/certs >/dev/null; fi
 

@@ -10,7 +10,7 @@ PKGS=(
 	dwarves cpio kmod rsync xz-utils python3 perl ccache
 	# the bench
 	qemu-system-x86 expect busybox-static iproute2 tcpdump util-linux
-	bash procps
+	bash procps libpcap-dev
 	# keys, TLS, NFS
 	keyutils libkeyutils-dev libgnutls28-dev gnutls-bin pkg-config
 	nfs-common nfs-kernel-server rpcbind

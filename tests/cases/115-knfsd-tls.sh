@@ -68,6 +68,8 @@ capture_stop
 umount $M
 check "capture: TLS application data records on the wire" [ "$(tls_records $A/k42.pcap)" -gt 100 ]
 check_fail "capture: the known plaintext never appears on the wire" sh -c "tcpdump -Z root -nr $A/k42.pcap -A 2>/dev/null | grep -q TLSH-PLAINTEXT-MARKER"
+share=$(full_record_share $A/k42.pcap 2049)
+check "capture: knfsd's replies go out in full 16 KiB TLS records (${share}% of their octets)" [ "$share" -ge 90 ]
 check "trace: knfsd answered STARTTLS" [ "$(svc_count svc_tls_start)" -ge 2 ]
 check "trace: server handshakes were queued for the agent" grep -q "tlsh_req_queued: .* type=server-x509" $TRACE/trace
 check "trace: the server handshakes succeeded (svc_tls_done status=0)" [ "$(svc_count svc_tls_done 'status=0 ')" -ge 2 ]

@@ -96,6 +96,15 @@ tls_records() {
 	tcpdump -Z root -nr "$1" 'tcp[((tcp[12:1] & 0xf0) >> 2):1] = 0x17 and tcp[((tcp[12:1] & 0xf0) >> 2) + 1:2] = 0x0303' 2>/dev/null | wc -l
 }
 
+# full_record_share PCAP PORT: the share (percent) of the application
+# data that the side with TCP port PORT sent in records of 16 KiB or more
+# (a kTLS sender that closes a record per page sends 4 KiB ones), from
+# at least 1 MiB of it (-1: less than that was found)
+full_record_share() {
+	tls-records "$1" "$2" | awk '$2 == 23 { all += $1 * $3; if ($3 >= 16384) full += $1 * $3 }
+		END { print (all >= 1048576 ? int(100 * full / all) : -1) }'
+}
+
 # syns PCAP: number of connection attempts (SYN without ACK)
 syns() {
 	tcpdump -Z root -nr "$1" 'tcp[tcpflags] & (tcp-syn|tcp-ack) = tcp-syn' 2>/dev/null | wc -l
@@ -106,7 +115,7 @@ capture_start() {
 	local name=$1
 	shift
 	rm -f "$TLSH_ARTIFACTS/$name.pcap"
-	tcpdump -Z root --immediate-mode -i eth0 -s 0 -U -w "$TLSH_ARTIFACTS/$name.pcap" "$@" \
+	tcpdump -Z root --immediate-mode -B 32768 -i eth0 -s 0 -U -w "$TLSH_ARTIFACTS/$name.pcap" "$@" \
 		> "$TLSH_ARTIFACTS/$name.tcpdump" 2>&1 &
 	CAPTURE_PID=$!
 	wait_for 10 grep -q "listening on" "$TLSH_ARTIFACTS/$name.tcpdump"
