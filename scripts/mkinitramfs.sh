@@ -32,7 +32,9 @@ PROGS=(
 	sha256sum dd pkill pgrep ps stat flock tail mountpoint ss insmod rmmod lsmod setpriv
 	stunnel4
 )
-for p in "${PROGS[@]}"; do
+# TLSH_EXTRA_PROGS: more of this machine's programs for a debugging
+# session in the guest (e.g. "perf strace"); make check sets none
+for p in "${PROGS[@]}" ${TLSH_EXTRA_PROGS:-}; do
 	copy_prog "$p"
 done
 # glibc dlopens libgcc_s for pthread_exit/pthread_cancel (stunnel4)
