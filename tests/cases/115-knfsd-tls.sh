@@ -88,6 +88,19 @@ for v in 4.1 4.0 3; do
 	check "NFSv$v: write + read back" rw_marker m$v
 	umount $M
 done
+# NFSv4.0 callbacks are connections from the server to the client that
+# TLS cannot cover: a client on TLS gets none (and so no delegations);
+# the same mount in plaintext shows that the server does call back
+v40_callbacks() {
+	capture_start cb40 tcp and src host $TLSH_PLAIN_ADDR and "tcp[tcpflags] & (tcp-syn|tcp-ack) = tcp-syn"
+	nfs_mount vers=4.0,$1 $P $M && rw_marker cb40 && sleep 5
+	capture_stop
+	umount $M
+	syns $A/cb40.pcap
+}
+check "NFSv4.0 over TLS: the server never connects back to the client (no callback)" [ "$(v40_callbacks xprtsec=tls)" = 0 ]
+check "trace: knfsd gave that client no callback channel (nfsd_cb_nodelegs)" grep -q " nfsd_cb_nodelegs:" $TRACE/trace
+check "NFSv4.0 in plaintext: the server does connect back (the callback probe)" [ "$(v40_callbacks xprtsec=none)" -ge 1 ]
 done0=$(svc_count svc_tls_done 'status=0 ')
 check "nconnect=4 with xprtsec=tls: mount" nfs_mount vers=4.2,xprtsec=tls,nconnect=4 $P $M
 check "nconnect=4: the 64 MiB read back: same sha256" same64

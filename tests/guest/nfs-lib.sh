@@ -167,7 +167,8 @@ nfs_tls_ready() {
 knfsd_tls_setup() {
 	local e
 	nfs_trace_setup "$1"
-	for e in $TRACE/events/sunrpc/svc_tls_*/enable $TRACE/events/sunrpc/svcsock_tls_record/enable; do
+	for e in $TRACE/events/sunrpc/svc_tls_*/enable $TRACE/events/sunrpc/svcsock_tls_record/enable \
+		$TRACE/events/nfsd/nfsd_cb_nodelegs/enable; do
 		echo 1 > "$e"
 	done
 }
