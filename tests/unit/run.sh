@@ -85,6 +85,13 @@ expect() {
 		tap "not ok" "$1"
 		echo "exit status $rc (wanted $2), wanted /$3/ in:" | diag
 		diag <<< "$out"
+		# one of our echo servers gone: what it said last
+		local port
+		port=$(sed -n 's/.*cannot connect to [^ ]*:\([0-9]*\): Connection refused.*/\1/p' <<< "$out")
+		if [ -n "$port" ] && [ -f "$tmp/serv-$port.log" ]; then
+			echo "the gnutls-serv of port $port is gone; its log:" | diag
+			tail -n 20 "$tmp/serv-$port.log" | diag
+		fi
 	fi
 }
 
