@@ -221,20 +221,26 @@ fi
 
 # --- gnutls-serv --------------------------------------------------------
 
-# serve VAR ARGS...: start "gnutls-serv --echo ARGS" on a free port of
-# 127.0.0.1, store the port in VAR
+# listening PORT: something listens on 127.0.0.1:PORT (IPv4: the tests
+# connect to 127.0.0.1; gnutls-serv also listens on ::, and goes on with
+# that alone when the IPv4 bind fails)
 listening() {
 	if command -v ss > /dev/null; then
-		ss -ltnH "sport = :$1" 2> /dev/null | grep -q .
+		ss -4ltnH "sport = :$1" 2> /dev/null | grep -q .
 	else
 		(exec 3<> "/dev/tcp/127.0.0.1/$1") 2> /dev/null
 	fi
 }
+# serve VAR ARGS...: start "gnutls-serv --echo ARGS" on a free port of
+# 127.0.0.1, store the port in VAR
 serve() {
 	local var=$1 port pid i try
 	shift
 	for try in 1 2 3 4 5; do
-		port=$((20000 + RANDOM % 40000))
+		# below the ephemeral range (32768-60999): a port that an
+		# earlier test's connection used as its own (still in TIME_WAIT)
+		# makes the IPv4 bind fail with EADDRINUSE
+		port=$((20000 + RANDOM % 12000))
 		listening "$port" && continue
 		gnutls-serv --echo -q -p "$port" "$@" > "$tmp/serv-$port.log" 2>&1 &
 		pid=$!
