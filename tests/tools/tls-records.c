@@ -40,7 +40,7 @@ struct seg {
 };
 
 struct flow {
-	uint8_t key[34];	/* addresses and ports */
+	uint8_t key[36];	/* addresses and ports */
 	uint32_t next;		/* next expected sequence number */
 	int broken;
 	int tls;		/* the TLS records have begun */
@@ -150,7 +150,7 @@ int main(int argc, char **argv)
 	while (pcap_next_ex(pc, &h, &pkt) == 1) {
 		const uint8_t *ip = pkt + 14, *tcp;
 		size_t caplen = h->caplen, iplen, off;
-		uint8_t key[34] = { 0 };
+		uint8_t key[36] = { 0 };
 		uint32_t seq, len;
 		struct flow *f;
 		uint16_t et;
@@ -174,9 +174,7 @@ int main(int argc, char **argv)
 		tcp = ip + off;
 		if ((unsigned int)(tcp[0] << 8 | tcp[1]) != port)
 			continue;
-		memcpy(key + 32, tcp, 2);
-		key[32] ^= tcp[2];	/* the client's port tells connections apart */
-		key[33] ^= tcp[3];
+		memcpy(key + 32, tcp, 4);	/* both ports */
 		seq = (uint32_t)tcp[4] << 24 | tcp[5] << 16 | tcp[6] << 8 | tcp[7];
 		off += (size_t)(tcp[12] >> 4) * 4;
 		if (off > iplen)
@@ -184,7 +182,9 @@ int main(int argc, char **argv)
 		len = (uint32_t)(iplen - off);
 		if (tcp[13] & 0x02) {	/* SYN: a new connection */
 			f = find(key, 1);
-			if (f) {
+			if (f) {	/* a port used again: start afresh */
+				for (i = 0; i < f->npending; i++)
+					free(f->pending[i].data);
 				memset(f, 0, sizeof(*f));
 				memcpy(f->key, key, sizeof(f->key));
 				f->next = seq + 1;
