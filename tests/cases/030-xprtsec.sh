@@ -17,13 +17,8 @@ S=$TLSH_SERVER_NAME
 P=$TLSH_PLAIN_NAME
 M=/mnt/t
 s_net=$(stat -L -c %i /run/netns/S)
-cleanup() {
-	umount -f -l $M 2>/dev/null
-	nfsd_tls 0 > /dev/null
-}
-trap cleanup EXIT
-knfsd_tls_setup "server-certificate = $CERTS/knfsd.pem
-server-private-key = $CERTS/knfsd-key.pem"
+trap knfsd_cleanup EXIT
+knfsd_tls_setup "$KNFSD_CONF"
 # client_upcalls: agents started for a client namespace (not for S's knfsd)
 client_upcalls() { grep " tlsh_upcall_start:" $TRACE/trace | grep -vc "netns=$s_net "; }
 

@@ -23,14 +23,8 @@ P=$TLSH_PLAIN_NAME
 s_net=$(stat -L -c %i /run/netns/S)
 M=/mnt/k
 A=$TLSH_ARTIFACTS
-SERVER_CONF="server-certificate = $CERTS/knfsd.pem
-server-private-key = $CERTS/knfsd-key.pem"
-
-cleanup() {
-	umount -f -l $M 2>/dev/null
-	nfsd_tls 0 > /dev/null
-}
-trap cleanup EXIT
+SERVER_CONF=$KNFSD_CONF
+trap knfsd_cleanup EXIT
 
 knfsd_tls_setup "$SERVER_CONF"
 
@@ -92,7 +86,7 @@ done
 # TLS cannot cover: a client on TLS gets none (and so no delegations);
 # the same mount in plaintext shows that the server does call back
 v40_callbacks() {
-	capture_start cb40 tcp and src host $TLSH_PLAIN_ADDR and "tcp[tcpflags] & (tcp-syn|tcp-ack) = tcp-syn"
+	capture_start cb40 tcp and src host $TLSH_PLAIN_ADDR
 	nfs_mount vers=4.0,$1 $P $M && rw_marker cb40 && sleep 5
 	capture_stop
 	umount $M

@@ -21,8 +21,7 @@ fi
 
 P=$TLSH_PLAIN_NAME
 M=/mnt/p
-SERVER_CONF="server-certificate = $CERTS/knfsd.pem
-server-private-key = $CERTS/knfsd-key.pem
+SERVER_CONF="$KNFSD_CONF
 client-trust-store = $CERTS/ca.pem"
 BASE="rw,sync,no_subtree_check,no_root_squash,insecure,fsid=1"
 
@@ -42,9 +41,8 @@ denied() {
 }
 
 cleanup() {
-	umount -f -l $M 2>/dev/null
+	knfsd_cleanup
 	policy ""
-	nfsd_tls 0 > /dev/null
 }
 trap cleanup EXIT
 

@@ -160,7 +160,18 @@ nfs_tls_ready() {
 	fi
 }
 
-# --- knfsd serving RPC-with-TLS (cases 115, 116) ---------------------------
+# --- knfsd serving RPC-with-TLS (cases 030, 115, 116, 120) ------------------
+
+# KNFSD_CONF: the agent's lines for knfsd's server handshakes (the
+# certificate names plain.test and the server's addresses)
+KNFSD_CONF="server-certificate = $CERTS/knfsd.pem
+server-private-key = $CERTS/knfsd-key.pem"
+
+# knfsd_cleanup: at a knfsd case's exit: $M unmounted, knfsd's TLS off
+knfsd_cleanup() {
+	umount -f -l $M 2>/dev/null
+	nfsd_tls 0 > /dev/null
+}
 
 # knfsd_tls_setup CONF: the agent's configuration CONF, and tracing of
 # the client's and the server's RPC-with-TLS events
