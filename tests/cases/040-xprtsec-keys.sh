@@ -1,25 +1,66 @@
 #!/bin/bash
 # Authenticated RPC-with-TLS: xprtsec=mtls (cert_serial=, privkey_serial=)
 # and xprtsec=psk (psk_serial=) with keys provisioned by keyctl, against
-# TLS fronts that verify client certificates or accept a PSK.
+# knfsd serving TLS (plain.test) with an export that requires an
+# authenticated client (xprtsec=mtls): its agent verifies client
+# certificates with the bench CA and looks PSK identities up in a keyring
+# provisioned with keyctl. Forced reconnects (the client's transports
+# told to reconnect through /sys/kernel/sunrpc) show what a key that was
+# unlinked, revoked or replaced does to a mount.
 # tlsh-vm: timeout=900
 . /tlsh/guest/lib.sh
 . /tlsh/guest/tlsh-lib.sh
 . /tlsh/guest/nfs-lib.sh
 
-nfs_tls_ready "mTLS/PSK" key_get_readable || exit 0
+nfs_tls_ready "mTLS/PSK" check_xprtsec_policy || exit 0
+if [ ! -x $EXPORTFS ]; then
+	skip "mTLS/PSK: no exportfs of nfs-utils 2.6.3+ in this guest"
+	finish
+	exit 0
+fi
 
-nfs_trace_setup
-S=$TLSH_SERVER_NAME
+P=$TLSH_PLAIN_NAME
 M=/mnt/k
-MT=3049		# front: client certificate required (test CA)
-PK=3050		# front: PSK
+A=$TLSH_ARTIFACTS
+cleanup() {
+	umount -f -l /mnt/k2 /mnt/k3 /mnt/u /mnt/v 2>/dev/null
+	knfsd_cleanup
+	export_policy ""
+	keyctl unlink "$ring" @u > /dev/null 2>&1
+}
+trap cleanup EXIT
+knfsd_tls_setup "$KNFSD_MTLS_CONF"
+kmark start
+
+# the server's PSKs: the keyring its agent looks identities up in
+# (tlsh-server-psk in root's user keyring)
+ring=$(keyctl newring tlsh-server-psk @u)
+keyctl padd user "$(cat $CERTS/psk.id)" "$ring" < $CERTS/psk.txt > /dev/null
+check "keyctl: the server's PSK keyring holds the client's identity" \
+	keyctl search "$ring" user "$(cat $CERTS/psk.id)"
 # our own session keyring, so that nothing leaks into the next case
 keyctl new_session >/dev/null
 
-# fails_with MARK MESSAGE OPTIONS: the mount of server.test fails, in
+# fails_with MARK MESSAGE OPTIONS: the mount of plain.test fails, in
 # bounded time, the kernel says MESSAGE, nothing is mounted
-fails_with() { mount_fails $S "$@"; }
+fails_with() { mount_fails $P "$@"; }
+# no_plain_requests: knfsd refused no request for the export on a
+# connection without TLS since the case began (any plaintext request
+# would be refused: the export requires mtls)
+no_plain_requests() {
+	! dmesg_since start | grep -q "a connection without TLS may not use export"
+}
+# reconnect: the client's transports to knfsd drop their connections and
+# reconnect (writing a transport's own address to its dstaddr in
+# /sys/kernel/sunrpc forces a disconnect); false when there is none
+reconnect() {
+	local f n=0
+	for f in /sys/kernel/sunrpc/xprt-switches/*/xprt-*/dstaddr; do
+		[ "$(cat "$f" 2>/dev/null)" = "$TLSH_PLAIN_ADDR" ] || continue
+		echo "$TLSH_PLAIN_ADDR" > "$f" && n=$((n + 1))
+	done
+	[ $n -ge 1 ]
+}
 
 cert=$(padd tlsh:cert $CERTS/client.pem)
 key=$(padd tlsh:key $CERTS/client-key.pem)
@@ -27,16 +68,16 @@ ocert=$(padd tlsh:other-cert $CERTS/client-other.pem)
 okey=$(padd tlsh:other-key $CERTS/client-other-key.pem)
 psk=$(padd tlsh:psk $CERTS/psk.txt)
 echo "tlsh-other:$(cat $CERTS/psk.key)" > /tmp/psk-id
-echo "tlsh-test:$(cat $CERTS/psk.key | tr 0-9a-f 1-9a-f0)" > /tmp/psk-bad
+echo "$(cat $CERTS/psk.id):$(tr 0-9a-f 1-9a-f0 < $CERTS/psk.key)" > /tmp/psk-bad
 pskid=$(padd tlsh:psk-id /tmp/psk-id)
 pskbad=$(padd tlsh:psk-bad /tmp/psk-bad)
 check "keyctl padd: seven user keys in the session keyring" \
 	test -n "$cert" -a -n "$key" -a -n "$ocert" -a -n "$okey" -a -n "$psk" -a -n "$pskid" -a -n "$pskbad"
-
-front $MT --ca $CERTS/ca.pem --require-client-cert --tls-only
-front $PK --psk-file $CERTS/psk.txt --tls-only
-MTO=vers=4.2,port=$MT
-PKO=vers=4.2,port=$PK
+check "knfsd serves TLS" [ "$(nfsd_tls 1)" = 1 ]
+check "the export requires an authenticated client (xprtsec=mtls)" export_policy mtls
+check "... exportfs -v shows it" exported_with "xprtsec=mtls"
+MTO=vers=4.2
+PKO=vers=4.2
 
 # --- option errors: refused before any connection --------------------------
 check "xprtsec=mtls without serials: refused" \
@@ -65,9 +106,9 @@ check "a keyring as cert_serial=: refused" \
 # --- mTLS ---------------------------------------------------------------
 dd if=/dev/urandom of=/tmp/r16 bs=1M count=16 status=none
 want=$(sha256sum < /tmp/r16 | cut -d' ' -f1)
-capture_start mtls tcp port $MT
+capture_start mtls tcp port 2049
 check "xprtsec=mtls mount with the client certificate: accepted" \
-	nfs_mount $MTO,xprtsec=mtls,cert_serial=$cert,privkey_serial=$key $S $M
+	nfs_mount $MTO,xprtsec=mtls,cert_serial=$cert,privkey_serial=$key $P $M
 check "/proc/mounts shows xprtsec=mtls and the serials" \
 	grep -q " $M nfs4 .*xprtsec=mtls,cert_serial=$cert,privkey_serial=$key" /proc/mounts
 policy_is() { xprtsec_of "$1" | grep -q "^policy=$2," && encrypted "$1" 1; }
@@ -77,50 +118,54 @@ sync
 check "the server has the same sha256" [ "$(sha256sum < $TLSH_EXPORT_DIR/r16 | cut -d' ' -f1)" = "$want" ]
 capture_stop
 check "capture: TLS application data records on the wire" [ "$(tls_records $TLSH_ARTIFACTS/mtls.pcap)" -gt 20 ]
-check "the helper logged a handshake with a client certificate" grep -q "done: .*client certificate" /var/log/messages
+check "the helper logged a handshake with a client certificate" grep -q "]: handshake with .* done: .*, client certificate$" /var/log/messages
 
 # nfs_client matching: the same server with other key serials (here: the
 # same certificate, added again) is another nfs_client, with its own
 # connection; the same serials share one
-conns() { ss -Htn state established "( dport = :$MT )" | wc -l; }
+conns() { ss -Htn state established "( dport = :2049 )" dst $TLSH_PLAIN_ADDR | wc -l; }
+c0=$(conns)
 c3=$(padd tlsh:cert3 $CERTS/client.pem)
 k3=$(padd tlsh:key3 $CERTS/client-key.pem)
 check "a second mtls mount with other key serials: accepted" \
-	nfs_mount $MTO,xprtsec=mtls,cert_serial=$c3,privkey_serial=$k3 $S /mnt/k2
-check "... it is a separate client: two connections to the front" [ "$(conns)" = 2 ]
+	nfs_mount $MTO,xprtsec=mtls,cert_serial=$c3,privkey_serial=$k3 $P /mnt/k2
+check "... it is a separate client: a second connection to knfsd" [ "$(conns)" = $((c0 + 1)) ]
 check "a third mount with the first serials: accepted" \
-	nfs_mount $MTO,xprtsec=mtls,cert_serial=$cert,privkey_serial=$key,nosharecache $S /mnt/k3
-check "... it shares the first client: still two connections" [ "$(conns)" = 2 ]
+	nfs_mount $MTO,xprtsec=mtls,cert_serial=$cert,privkey_serial=$key,nosharecache $P /mnt/k3
+check "... it shares the first client: still two connections" [ "$(conns)" = $((c0 + 1)) ]
 umount /mnt/k3 /mnt/k2 $M
-# the front logs a connection when it ends
-check "the front verified our certificate (CN=tlsh-client)" grep -q 'client_cert="[^"]*tlsh-client[,"]' $TLSH_ARTIFACTS/front-$MT.log
+check "knfsd's agent verified our certificate (CN=tlsh-client)" \
+	grep -q "tlsh-helper\[[0-9]*\]: server handshake with .*tlsh-client.* done: .*client certificate, identity key" /var/log/messages
+check "trace: knfsd learned the authenticated client (peer_key)" [ "$(peer_keys)" -ge 1 ]
 
-# A server that refuses us says so with an alert during the handshake
-# ("refused by the server") or as the session's first record ("refused the
-# TLS session"); when it closes the connection right after its alert, the
-# kernel may see the close first ("closed the connection during the
-# handshake"). The helper's log has the alert either way.
-check "no client certificate (xprtsec=tls) against the mTLS front: rejected" \
-	fails_with nocert "server.test .* \\(failed: refused by the server\\|refused the TLS session\\|failed: the server closed the connection during the handshake\\)" $MTO,xprtsec=tls
-check "a certificate from another CA: rejected" \
-	fails_with othercert "server.test .* \\(failed: refused by the server\\|refused the TLS session\\|failed: the server closed the connection during the handshake\\)" $MTO,xprtsec=mtls,cert_serial=$ocert,privkey_serial=$okey
-check "... the front says why" grep -q 'client_verify=.*\(not trusted\|issuer\|signer\)' $TLSH_ARTIFACTS/front-$MT.log
+# knfsd's agent asks for a client certificate and accepts a client
+# without one: the export's policy then refuses that connection
+# (NFS4ERR_WRONGSEC), and knfsd says why
+check "no client certificate (xprtsec=tls): refused by the export" \
+	denied nocert $MTO,xprtsec=tls "a TLS connection without client authentication"
+# A certificate the agent cannot verify: it refuses the handshake with
+# an alert ("refused by the server"); when the server closes the
+# connection right after its alert, the kernel may see the close first
+check "a certificate from another CA: rejected" refused othercert $MTO,xprtsec=mtls,cert_serial=$ocert,privkey_serial=$okey
+check "... knfsd's agent says why" \
+	grep -q "server handshake with .* failed: client certificate '.*' not trusted" /var/log/messages
 check "a certificate with another's private key: rejected" \
-	fails_with mismatch "TLS handshake with server.test .* failed: rejected" $MTO,xprtsec=mtls,cert_serial=$cert,privkey_serial=$okey
+	fails_with mismatch "TLS handshake with plain.test .* failed: rejected" $MTO,xprtsec=mtls,cert_serial=$cert,privkey_serial=$okey
 check "... the helper says why" grep -q "handshake with .* failed: .*\(mismatch\|match\)" /var/log/messages
-check "the front relayed nothing in plaintext" sh -c "! grep -q 'probe=plain' $TLSH_ARTIFACTS/front-$MT.log"
+check "knfsd saw no request in plaintext" no_plain_requests
 
 # --- PSK ----------------------------------------------------------------
-check "xprtsec=psk mount: accepted" nfs_mount $PKO,xprtsec=psk,psk_serial=$psk $S $M
+check "xprtsec=psk mount: accepted" nfs_mount $PKO,xprtsec=psk,psk_serial=$psk $P $M
 check "/proc/mounts shows xprtsec=psk,psk_serial=" grep -q " $M nfs4 .*xprtsec=psk,psk_serial=$psk" /proc/mounts
 check "mountstats: policy=psk, encrypted" policy_is $M psk
 check "read the 16 MiB back over PSK: same data" cmp -s /tmp/r16 $M/r16
 umount $M
-check "the front logged the PSK identity" grep -q "psk=tlsh-test" $TLSH_ARTIFACTS/front-$PK.log
-check "an unknown PSK identity: rejected" \
-	fails_with pskid "server.test .* \\(failed: refused by the server\\|refused the TLS session\\|failed: the server closed the connection during the handshake\\)" $PKO,xprtsec=psk,psk_serial=$pskid
-check "a wrong PSK: rejected" \
-	fails_with pskbad "server.test .* \\(failed: refused by the server\\|refused the TLS session\\|failed: the server closed the connection during the handshake\\)" $PKO,xprtsec=psk,psk_serial=$pskbad
+check "knfsd's agent logged the PSK identity" \
+	grep -q "server handshake with .* (PSK identity $(cat $CERTS/psk.id)) done" /var/log/messages
+check "an unknown PSK identity: rejected" refused pskid $PKO,xprtsec=psk,psk_serial=$pskid
+check "... knfsd's agent says why" grep -q "server handshake with .* failed: .*tlsh-other" /var/log/messages
+check "a wrong PSK: rejected" refused pskbad $PKO,xprtsec=psk,psk_serial=$pskbad
+check "... knfsd's agent says why" grep -q "server handshake with .* failed: the client's key for PSK identity .* does not match" /var/log/messages
 
 # --- key lifetime -------------------------------------------------------
 exp=$(padd tlsh:exp $CERTS/psk.txt)
@@ -132,25 +177,25 @@ check "an expired key: refused at mount time (EKEYEXPIRED)" \
 c2=$(padd tlsh:cert2 $CERTS/client.pem)
 k2=$(padd tlsh:key2 $CERTS/client-key.pem)
 check "mtls mount with keys we will revoke" \
-	nfs_mount $MTO,xprtsec=mtls,cert_serial=$c2,privkey_serial=$k2,soft,timeo=30,retrans=1 $S $M
+	nfs_mount $MTO,xprtsec=mtls,cert_serial=$c2,privkey_serial=$k2,soft,timeo=30,retrans=1 $P $M
 check "the keys are linked into the kernel's .nfs-xprtsec keyring" sh -c "grep -q ' keyring *.nfs-xprtsec: 2' /proc/keys"
 # the private key leaves our session; the certificate stays, to be revoked
 keyctl unlink $k2 @s >/dev/null
-front_stop $MT
-front $MT --ca $CERTS/ca.pem --require-client-cert --tls-only
+d0=$(svc_count svc_tls_done 'status=0 ')
+check "the mount's transport told to reconnect" reconnect
 reread() { timeout 60 cat $M/r16 | cmp -s /tmp/r16 - && encrypted $M 1; }
 check "unlinked from the session: a reconnect still authenticates" reread
-front_stop $MT
-front $MT --ca $CERTS/ca.pem --require-client-cert --tls-only
+check "... with a new server handshake" [ "$(svc_count svc_tls_done 'status=0 ')" -gt "$d0" ]
 kmark revoked
 start=$(date +%s)
 check "the certificate is revoked" keyctl revoke $c2
+reconnect
 check_fail "certificate revoked, forced reconnect: I/O fails (soft mount)" timeout 120 touch $M/after-revoke
 el=$(( $(date +%s) - start ))
 check "... within 120 s (took ${el} s)" [ $el -lt 120 ]
-check "... the kernel says the key was revoked" kgrep revoked "TLS handshake with server.test .* failed: key revoked"
+check "... the kernel says the key was revoked" kgrep revoked "TLS handshake with plain.test .* failed: key revoked"
 check "... the helper names the key" grep -q "cannot read key $c2: Key has been revoked" /var/log/messages
-check "... nothing went out in plaintext" sh -c "! grep -q 'probe=plain' $TLSH_ARTIFACTS/front-$MT.log"
+check "... knfsd saw no request in plaintext" no_plain_requests
 kmark remount
 check_fail "remount naming a key the user cannot use (revoked): refused" \
 	timeout 60 mount -o remount,cert_serial=$c2,privkey_serial=$okey $M
@@ -170,11 +215,11 @@ timeout 60 umount $M || timeout 60 umount -f -l $M
 chmod u+s /usr/sbin/mount.nfs
 [ -e /etc/mtab ] || ln -s /proc/mounts /etc/mtab
 mkdir -p /mnt/u /mnt/v
-echo "$S:$TLSH_EXPORT /mnt/u nfs4 user,noauto,$MTO,xprtsec=mtls,cert_serial=$cert,privkey_serial=$key,retry=0 0 0" >> /etc/fstab
+echo "$P:$TLSH_EXPORT /mnt/u nfs4 user,noauto,$MTO,xprtsec=mtls,cert_serial=$cert,privkey_serial=$key,retry=0 0 0" >> /etc/fstab
 TESTER="setpriv --reuid=1000 --regid=1000 --clear-groups"
 kmark userroot
 check_fail "an unprivileged user mounting with root's key serials: refused" \
-	timeout 60 $TESTER keyctl session - /usr/sbin/mount.nfs4 $S:$TLSH_EXPORT /mnt/u
+	timeout 60 $TESTER keyctl session - /usr/sbin/mount.nfs4 $P:$TLSH_EXPORT /mnt/u
 check "... because the user may not read them (EACCES)" kgrep userroot "cert_serial=$cert: the mounting user may not read it"
 check_fail "... nothing mounted" grep -q " /mnt/u " /proc/mounts
 
@@ -185,9 +230,9 @@ chown 1000:1000 /tmp/u-key.pem
 chmod 600 /tmp/u-key.pem
 ucert=$($TESTER keyctl padd user u:cert @u < /tmp/u-cert.pem)
 ukey=$($TESTER sh -c 'keyctl padd user u:key @u < /tmp/u-key.pem')
-echo "$S:$TLSH_EXPORT /mnt/v nfs4 user,noauto,$MTO,xprtsec=mtls,cert_serial=$ucert,privkey_serial=$ukey,retry=0 0 0" >> /etc/fstab
+echo "$P:$TLSH_EXPORT /mnt/v nfs4 user,noauto,$MTO,xprtsec=mtls,cert_serial=$ucert,privkey_serial=$ukey,retry=0 0 0" >> /etc/fstab
 user_mount() {
-	timeout 60 $TESTER keyctl session - sh -c "keyctl link @u @s && /usr/sbin/mount.nfs4 $S:$TLSH_EXPORT /mnt/v" > $TLSH_ARTIFACTS/user.out 2>&1 ||
+	timeout 60 $TESTER keyctl session - sh -c "keyctl link @u @s && /usr/sbin/mount.nfs4 $P:$TLSH_EXPORT /mnt/v" > $TLSH_ARTIFACTS/user.out 2>&1 ||
 		{ sed 's/^/# /' $TLSH_ARTIFACTS/user.out; return 1; }
 }
 check "the user added their own certificate and key to their user keyring" test -n "$ucert" -a -n "$ukey"
@@ -198,17 +243,11 @@ umount /mnt/v 2>/dev/null
 sed -i '/ \/mnt\/[uv] /d' /etc/fstab
 chmod u-s /usr/sbin/mount.nfs
 
-front_stop $MT
-front_stop $PK
 rm -f $TLSH_EXPORT_DIR/r16
 check "no kernel log line reports plaintext for an authenticated mount" sh -c "! dmesg | grep -q 'xprtsec=mtls continues\|xprtsec=psk continues'"
 
 if [ "${TLSH_FAILED:-0}" != 0 ]; then
 	echo "# --- helper log"
 	grep tlsh-helper /var/log/messages | tail -30 | sed 's/^/# /'
-	for f in $TLSH_ARTIFACTS/front-$MT.log $TLSH_ARTIFACTS/front-$PK.log; do
-		echo "# --- $f"
-		tail -8 "$f" | sed 's/^/# /'
-	done
 fi
 finish

@@ -119,8 +119,7 @@ echo "$(cat $CERTS/psk.id):$(tr 0-9a-f 1-9a-f0 < $CERTS/psk.key)" > /tmp/psk-bad
 pskbad=$(padd tlsh:psk-bad /tmp/psk-bad)
 check "keyctl: client keys and the server's PSK keyring provisioned" \
 	test -n "$cert" -a -n "$key" -a -n "$ocert" -a -n "$okey" -a -n "$psk" -a -n "$pskbad" -a -n "$ring"
-new_config "$SERVER_CONF
-client-trust-store = $CERTS/ca.pem"
+new_config "$KNFSD_MTLS_CONF"
 
 p0=$(peer_keys)
 check "xprtsec=mtls (client certificate from keyctl): mount, encrypted" \

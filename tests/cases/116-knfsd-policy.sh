@@ -12,7 +12,6 @@
 . /tlsh/guest/nfs-lib.sh
 
 nfs_tls_ready "knfsd export policies" check_xprtsec_policy || exit 0
-EXPORTFS=/usr/local/sbin/exportfs
 if [ ! -x $EXPORTFS ]; then
 	skip "knfsd export policies: no exportfs of nfs-utils 2.6.3+ in this guest"
 	finish
@@ -21,28 +20,10 @@ fi
 
 P=$TLSH_PLAIN_NAME
 M=/mnt/p
-SERVER_CONF="$KNFSD_CONF
-client-trust-store = $CERTS/ca.pem"
-BASE="rw,sync,no_subtree_check,no_root_squash,insecure,fsid=1"
-
-# policy [MODES]: export $TLSH_EXPORT with xprtsec=MODES (none: no option)
-policy() {
-	echo "$TLSH_EXPORT *($BASE${1:+,xprtsec=$1})" > /etc/exports
-	ip netns exec S $EXPORTFS -ra
-}
-# exported_with TEXT: exportfs -v shows TEXT for the export
-exported_with() {
-	ip netns exec S $EXPORTFS -v | tr -d ' \t\n' | grep -q -- "$1"
-}
-# denied MARK OPTIONS KIND: the mount fails within 30 s, the server says
-# that a KIND connection may not use the export, nothing is mounted
-denied() {
-	mount_fails $P "$1" "nfsd: .*: $3 may not use export /srv/export " "$2"
-}
-
+SERVER_CONF=$KNFSD_MTLS_CONF
 cleanup() {
 	knfsd_cleanup
-	policy ""
+	export_policy ""
 }
 trap cleanup EXIT
 
@@ -56,7 +37,7 @@ yes TLSH-PLAINTEXT-MARKER | head -c 1048576 > /tmp/marker
 MTLS=vers=4.2,xprtsec=mtls,cert_serial=$cert,privkey_serial=$key
 
 # --- xprtsec=tls:mtls: TLS required, any client ---------------------------
-check "exportfs (nfs-utils 2.6.4) takes xprtsec=tls:mtls" policy tls:mtls
+check "exportfs (nfs-utils 2.6.4) takes xprtsec=tls:mtls" export_policy tls:mtls
 check "exportfs -v shows xprtsec=tls:mtls" exported_with "xprtsec=tls:mtls"
 check "tls:mtls: a plaintext NFSv4.2 client is refused" denied none42 vers=4.2,xprtsec=none "a connection without TLS"
 check "tls:mtls: a plaintext NFSv3 client is refused" denied none3 vers=3,nolock,xprtsec=none "a connection without TLS"
@@ -69,7 +50,7 @@ check "tls:mtls: xprtsec=mtls mounts" mounted_tls $MTLS
 umount $M
 
 # --- xprtsec=mtls: authenticated clients only ---------------------------
-check "exportfs takes xprtsec=mtls" policy mtls
+check "exportfs takes xprtsec=mtls" export_policy mtls
 check "exportfs -v shows xprtsec=mtls" exported_with "xprtsec=mtls"
 check "mtls: a TLS client without a certificate is refused" denied tls42 vers=4.2,xprtsec=tls "a TLS connection without client authentication"
 check "mtls: a plaintext client is refused" denied none42b vers=4.2,xprtsec=none "a connection without TLS"
@@ -79,13 +60,13 @@ umount $M
 
 # --- xprtsec=tls alone: as upstream, only clients that were not
 # authenticated ----------------------------------------------------------
-check "exportfs takes xprtsec=tls" policy tls
+check "exportfs takes xprtsec=tls" export_policy tls
 check "tls: an authenticated (mtls) client is refused, as upstream's" denied mtls42 "$MTLS" "a TLS connection with client authentication"
 check "tls: xprtsec=tls mounts" mounted_tls vers=4.2,xprtsec=tls
 umount $M
 
 # --- no option: everything allowed ---------------------------------------
-check "exportfs without xprtsec=" policy ""
+check "exportfs without xprtsec=" export_policy ""
 check "no policy: a plaintext client mounts" mounted_plain vers=4.2,xprtsec=none
 check "... write + read back" rw_marker plain
 umount $M

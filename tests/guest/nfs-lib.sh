@@ -166,6 +166,10 @@ nfs_tls_ready() {
 # certificate names plain.test and the server's addresses)
 KNFSD_CONF="server-certificate = $CERTS/knfsd.pem
 server-private-key = $CERTS/knfsd-key.pem"
+# KNFSD_MTLS_CONF: the same, and clients' certificates verified with the
+# bench CA (mtls)
+KNFSD_MTLS_CONF="$KNFSD_CONF
+client-trust-store = $CERTS/ca.pem"
 
 # knfsd_cleanup: at a knfsd case's exit: $M unmounted, knfsd's TLS off
 knfsd_cleanup() {
@@ -252,6 +256,27 @@ refused() {
 }
 # peer_keys: server handshakes that named an authenticated client
 peer_keys() { grep " svc_tls_done:" $TRACE/trace | grep "status=0 " | grep -vc "peer_key=00000000"; }
+
+# --- export policies (cases 040, 116): exportfs of nfs-utils 2.6.3+ ---------
+EXPORTFS=/usr/local/sbin/exportfs
+EXPORT_BASE="rw,sync,no_subtree_check,no_root_squash,insecure,fsid=1"
+
+# export_policy [MODES]: export $TLSH_EXPORT with xprtsec=MODES (none
+# given: without the option, as the bench exports it)
+export_policy() {
+	echo "$TLSH_EXPORT *($EXPORT_BASE${1:+,xprtsec=$1})" > /etc/exports
+	ip netns exec S $EXPORTFS -ra
+}
+# exported_with TEXT: exportfs -v shows TEXT for the export
+exported_with() {
+	ip netns exec S $EXPORTFS -v | tr -d ' \t\n' | grep -q -- "$1"
+}
+# denied MARK OPTIONS KIND: mounting $P with OPTIONS fails within 30 s,
+# knfsd says that a KIND connection may not use the export, nothing is
+# mounted
+denied() {
+	mount_fails $P "$1" "nfsd: .*: $3 may not use export $TLSH_EXPORT " "$2"
+}
 
 # padd NAME FILE: a user key in the session keyring, prints its serial
 padd() { keyctl padd user "$1" @s < "$2"; }
