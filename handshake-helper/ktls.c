@@ -17,6 +17,7 @@
  */
 #include "fault.h"
 #include "ktls.h"
+#include "log.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -143,6 +144,28 @@ int tlsh_ktls_fill(gnutls_session_t s, int read, union ktls_crypto_info *ci,
 	return ret;
 }
 
+/*
+ * A TLS 1.3 record hides its type and any padding inside the ciphertext,
+ * so kTLS decrypts it into a buffer of its own and copies the data out.
+ * Told that the peer pads nothing (GnuTLS, OpenSSL and the kernel do not),
+ * it decrypts straight into the reader's pages: one copy fewer for each
+ * record, the pages of a READ reply or a WRITE call. A record that turns
+ * out padded, or not data, is decrypted again the slow way (counted as
+ * TlsRxNoPadViolation in /proc/net/tls_stat), so this is only a hint;
+ * kernels before 6.0 do not know it, and the session works without it.
+ */
+static void expect_no_pad(int fd)
+{
+#ifdef TLS_RX_EXPECT_NO_PAD
+	int one = 1;
+
+	if (setsockopt(fd, SOL_TLS, TLS_RX_EXPECT_NO_PAD, &one, sizeof(one)) < 0)
+		log_debug("TLS_RX_EXPECT_NO_PAD: %s", strerror(errno));
+#else
+	(void)fd;
+#endif
+}
+
 int tlsh_ktls_install(int fd, gnutls_session_t s, char *err, size_t errlen)
 {
 	union ktls_crypto_info ci;
@@ -173,5 +196,7 @@ int tlsh_ktls_install(int fd, gnutls_session_t s, char *err, size_t errlen)
 		if (dir == 0)
 			tlsh_fault_point(FAULT_AFTER_TX);
 	}
+	if (gnutls_protocol_get_version(s) == GNUTLS_TLS1_3)
+		expect_no_pad(fd);
 	return 0;
 }

@@ -50,6 +50,18 @@ capture_start k42 tcp port 2049
 check "xprtsec=tls mount of knfsd, NFSv4.2" nfs_mount vers=4.2,xprtsec=tls $P $M
 check "mountstats: connected and encrypted" encrypted $M 1
 check "mountstats: the server was authenticated" authenticated $M 1
+# ktls_conn [NS]: the one connection on port 2049 of namespace NS (ours
+# by default) has kTLS in software both ways, TLS 1.3, and its receive
+# side expects no padding (the agent set TLS_RX_EXPECT_NO_PAD: records
+# are decrypted straight into the reader's pages)
+ktls_conn() {
+	local d
+	d=$(${1:+ip netns exec $1} tls-diag 2049)
+	echo "# ${1:-client}: $d"
+	[ "$(echo "$d" | grep -c "version=1.3 cipher=[a-z0-9-]* tx=sw rx=sw rx_no_pad=1")" = 1 ]
+}
+check "sock_diag: knfsd's connection is kTLS, TLS 1.3, no padding expected" ktls_conn S
+check "sock_diag: so is the client's" ktls_conn
 check "write 64 MiB of random data" cp /tmp/r64 $M/r64
 check "write a file of a known plaintext" cp /tmp/marker $M/marker
 sync
