@@ -112,7 +112,8 @@ shell: kernel kmod initramfs
 # Benchmarks in the guest (not a test; make check never runs it). Table on
 # stdout; CSV, Markdown and PNG under build/bench/. Settings: BENCH_REPS,
 # BENCH_MOUNT_REPS, BENCH_SCALE_REPS, BENCH_TPUT_REPS, BENCH_MIB,
-# BENCH_FILES, BENCH_META_REPS, BENCH_ONLY=handshake|nfs (tests/bench/run.sh).
+# BENCH_FILES, BENCH_META_REPS, BENCH_ONLY=handshake|nfs|peer|pair
+# (tests/bench/run.sh).
 # BENCH_NO_KERNEL=1 uses the kernel already built, as it is (the test
 # module is rebuilt against it).
 bench: $(if $(BENCH_NO_KERNEL),ensure-deps,kernel)
@@ -123,7 +124,7 @@ bench: $(if $(BENCH_NO_KERNEL),ensure-deps,kernel)
 		$(CC) -std=c11 -Wall -Wextra -Werror -O2 -pthread -o $(B)/bench/bin/$$(basename $$c .c) \
 			$$c $$(pkg-config --cflags --libs gnutls) || exit 1; done
 	$(MAKE) -s initramfs
-	@[ "$(BENCH_PEER)" = 0 ] || [ -n "$(filter-out peer,$(BENCH_ONLY))" ] || $(MAKE) -s peer
+	@[ "$(BENCH_PEER)" = 0 ] || [ -n "$(filter-out peer pair,$(BENCH_ONLY))" ] || $(MAKE) -s peer
 	tests/bench/run.sh
 
 # Debian packages, in build/deb/ (see docs/packages.md):

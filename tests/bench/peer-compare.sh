@@ -20,6 +20,23 @@
 export LC_ALL=C
 : "${CLIENT:=tlsh}" "${PEER_MOUNT_REPS:=8}" "${PEER_MIB:=128}"
 SERVER=$TLSH_PEER_NAME
+EXPORT=/export
+# The pairs, client and server in one VM with the same vCPUs and memory:
+#   CLIENT=tlsh-pair      our guest: a client in namespace S mounts S's
+#                         own knfsd (plain.test) serving RPC-with-TLS, one
+#                         agent started on demand for both handshakes
+#   CLIENT=upstream-pair  the peer's kernel booted alone (tlsh.role=pair):
+#                         its client mounts its own knfsd (ref.test),
+#                         tlshd resident for both handshakes
+# Both go over the VM's loopback; only throughput and CPU (tput.*, cpu.*:
+# client and server together) are measured.
+case $CLIENT in
+tlsh-pair)
+	if [ -z "${PAIR_IN_S:-}" ]; then
+		PAIR_IN_S=1 exec ip netns exec S bash "$0"
+	fi
+	SERVER=plain.test EXPORT=/srv/export ;;
+esac
 M=/mnt/peerbench
 CERTS=/etc/tlsh-test-certs
 P=peer.$CLIENT
@@ -37,7 +54,7 @@ cpu_ticks() { awk '/^cpu / {print $2+$3+$4+$7+$8+$9; exit}' /proc/stat; }
 PEER_TIMEOUT=30
 ctl() { peer "$@" > /dev/null; }
 
-mnt() { mount -t nfs -o "vers=4.2,retry=0,$1" "$SERVER:/export" $M; }
+mnt() { mount -t nfs -o "vers=4.2,retry=0,$1" "$SERVER:$EXPORT" $M; }
 
 agents() { pgrep -x tlsh-helper; }
 agent_gone() { [ -z "$(agents)" ]; }
@@ -94,8 +111,45 @@ transfer() {
 	umount $M
 }
 
+# pair_transfers: a first, untimed mount and 32 MiB each way (the first
+# write into a fresh server and client ran at a fifth of the later
+# rate), then none and tls
+pair_transfers() {
+	if mnt xprtsec=none; then
+		dd if=/dev/zero of=$M/warm-up bs=1M count=32 conv=fsync status=none
+		umount $M
+		mnt xprtsec=none && dd if=$M/warm-up of=/dev/null bs=1M status=none
+		rm -f $M/warm-up
+		umount $M
+	fi
+	transfer none xprtsec=none
+	transfer tls xprtsec=tls
+}
+
 mkdir -p $M
 info kernel "$(uname -r), $(nproc) vCPU, $(awk '/MemTotal/ {print int($2 / 1024)}' /proc/meminfo) MiB"
+case $CLIENT in
+tlsh-pair)
+	mkdir -p /etc/tlsh
+	cat > /etc/tlsh/tlsh-helper.conf <<C
+[global]
+trust-store = $CERTS/ca.pem
+server-certificate = $CERTS/knfsd.pem
+server-private-key = $CERTS/knfsd-key.pem
+idle-timeout = 2
+log-level = warning
+C
+	mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
+	echo 1 > /proc/fs/nfsd/tls
+	info agent "tlsh-helper for both ends, started by request-key"
+	pair_transfers
+	echo 0 > /proc/fs/nfsd/tls
+	exit 0 ;;
+upstream-pair)
+	info agent "tlshd of ktls-utils 1.4.0, resident, for both ends"
+	pair_transfers
+	exit 0 ;;
+esac
 ctl tlshd start trusted || echo "# peer compare: the server's tlshd did not (re)start"
 if [ "$CLIENT" = tlsh ]; then
 	# the agent trusts the bench CA, exits 2 s after its last handshake

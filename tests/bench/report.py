@@ -162,6 +162,19 @@ ROWS = [
     ('peer.upstream.cpu.read.none', '6.12: CPU per MiB read, none (client VM)', 'ms/MiB'),
     ('peer.tlsh.cpu.read.tls', 'ours: CPU per MiB read, tls (client VM)', 'ms/MiB'),
     ('peer.upstream.cpu.read.tls', '6.12: CPU per MiB read, tls (client VM)', 'ms/MiB'),
+    ('The pairs: client and knfsd in one VM, ours (6.1, tlsh-helper) vs 6.12 with tlshd', None, None),
+    ('peer.tlsh-pair.tput.write.none', 'ours: write, none', 'MiB/s'),
+    ('peer.upstream-pair.tput.write.none', '6.12: write, none', 'MiB/s'),
+    ('peer.tlsh-pair.tput.write.tls', 'ours: write, tls (kTLS both ends)', 'MiB/s'),
+    ('peer.upstream-pair.tput.write.tls', '6.12: write, tls (kTLS both ends)', 'MiB/s'),
+    ('peer.tlsh-pair.tput.read.none', 'ours: read, none', 'MiB/s'),
+    ('peer.upstream-pair.tput.read.none', '6.12: read, none', 'MiB/s'),
+    ('peer.tlsh-pair.tput.read.tls', 'ours: read, tls (kTLS both ends)', 'MiB/s'),
+    ('peer.upstream-pair.tput.read.tls', '6.12: read, tls (kTLS both ends)', 'MiB/s'),
+    ('peer.tlsh-pair.cpu.write.tls', 'ours: CPU per MiB written, tls (whole VM)', 'ms/MiB'),
+    ('peer.upstream-pair.cpu.write.tls', '6.12: CPU per MiB written, tls (whole VM)', 'ms/MiB'),
+    ('peer.tlsh-pair.cpu.read.tls', 'ours: CPU per MiB read, tls (whole VM)', 'ms/MiB'),
+    ('peer.upstream-pair.cpu.read.tls', '6.12: CPU per MiB read, tls (whole VM)', 'ms/MiB'),
 ]
 
 # (label, numerator, denominator, op, limit): ratio of medians
@@ -210,6 +223,14 @@ CONTEXT = [
      "peer.upstream.cpu.write.tls"),
     ("peer: our CPU per MiB read, tls / the 6.12 client's", "peer.tlsh.cpu.read.tls",
      "peer.upstream.cpu.read.tls"),
+    ("pairs: our tls write throughput / the 6.12 pair's", "peer.tlsh-pair.tput.write.tls",
+     "peer.upstream-pair.tput.write.tls"),
+    ("pairs: our tls read throughput / the 6.12 pair's", "peer.tlsh-pair.tput.read.tls",
+     "peer.upstream-pair.tput.read.tls"),
+    ("pairs: our CPU per MiB written, tls / the 6.12 pair's", "peer.tlsh-pair.cpu.write.tls",
+     "peer.upstream-pair.cpu.write.tls"),
+    ("pairs: our CPU per MiB read, tls / the 6.12 pair's", "peer.tlsh-pair.cpu.read.tls",
+     "peer.upstream-pair.cpu.read.tls"),
 ]
 
 LINE = re.compile(r"(BENCH|BENCHNA|BENCHINFO) (\S+)(?: (.*))?$")

@@ -106,20 +106,30 @@ peer_boot_failed() {
 	return 0
 }
 
-# peer_client_run EXTRA_CPIO LOG LIMIT: boot the peer's kernel a second
-# time, as the upstream *client* (tlsh.role=client: 198.51.100.2, tlshd
-# resident, no NFS server), linked to the running peer (peer_port), with
-# EXTRA_CPIO after the peer's root file system (it brings
+# peer_client_run EXTRA_CPIO LOG LIMIT [pair]: boot the peer's kernel a
+# second time, as the upstream *client* (tlsh.role=client: 198.51.100.2,
+# tlshd resident, no NFS server), linked to the running peer (peer_port),
+# with EXTRA_CPIO after the peer's root file system (it brings
 # /etc/peer/client-run.sh, which the client runs before powering off).
-# The console goes to LOG. Same vCPUs and memory as our guest
-# (TLSH_VM_SMP, TLSH_VM_MEM), so that the two clients compare. Returns the
-# script's status, 124 after LIMIT seconds.
+# With "pair": no running peer; the kernel boots as ref.test, serves NFS
+# and runs the script against itself (tlsh.role=pair), its link on a free
+# port with nothing at the other end. The console goes to LOG. Same vCPUs
+# and memory as our guest (TLSH_VM_SMP, TLSH_VM_MEM), so that the two
+# clients compare. Returns the script's status, 124 after LIMIT seconds.
 peer_client_run() {
 	local cpio=$1 log=$2 limit=$3 both t0=$SECONDS rc= qemu_pid
+	local link="connect=127.0.0.1:${peer_port:-}" mac=52:54:00:00:01:02 port
 	both=$(mktemp "$B/peer/client-initramfs.XXXXXX")
 	cat "$B/peer/initramfs.cpio" "$cpio" > "$both"
+	if [ "${4:-}" = pair ]; then
+		port=$((17000 + $$ % 1000))
+		while ss -Hltn "sport = :$port" 2>/dev/null | grep -q .; do
+			port=$((port + 1))
+		done
+		link="listen=127.0.0.1:$port" mac=52:54:00:00:01:01
+	fi
 	peer_qemu "$both" "$log" "$log.qemu" "${TLSH_VM_SMP:-2}" "${TLSH_VM_MEM:-2048}" \
-		"connect=127.0.0.1:$peer_port" 52:54:00:00:01:02 tlsh.role=client
+		"$link" $mac tlsh.role=${4:-client}
 	while kill -0 "$qemu_pid" 2>/dev/null &&
 	      ! grep -aq "TLSH-PEER-CLIENT-DONE" "$log"; do
 		if [ $((SECONDS - t0)) -ge "$limit" ]; then
