@@ -1,8 +1,10 @@
 #!/bin/bash
 # Load: 200 handshakes in flight at once in one namespace (the test
 # consumer, each echoing a line over kTLS afterwards), then 32 network
-# namespaces each mounting with xprtsec=tls at the same moment, each with
-# its own agent, writing and reading its own file. Every handshake's
+# namespaces each mounting knfsd serving TLS (plain.test) with
+# xprtsec=tls at the same moment, each with its own agent (and knfsd's
+# agent doing the 32 server handshakes), writing and reading its own
+# file. Every handshake's
 # done() runs exactly once, nothing waits out a deadline, and every
 # namespace can be deleted afterwards with no agent left behind.
 # tlsh-vm: timeout=600
@@ -19,8 +21,13 @@ if ! grep -q " rpc_starttls_probe" /proc/kallsyms; then
 	exit 0
 fi
 
-nfs_trace_setup
-check "test consumer module loads" tlsh_setup
+knfsd_tls_setup "$KNFSD_CONF"
+trap knfsd_cleanup EXIT
+M=/mnt/m1
+s_net=$(stat -L -c %i /run/netns/S)
+# client_upcalls: agents started for a client namespace (not for S's knfsd)
+client_upcalls() { grep " tlsh_upcall_start:" $TRACE/trace | grep -vc "netns=$s_net "; }
+check "test consumer module loads" tlsh_setup "$KNFSD_CONF"
 S=$TLSH_SERVER_NAME
 
 # --- 200 handshakes in flight in one namespace ---------------------------
@@ -50,13 +57,15 @@ for i in $(seq $N); do
 done
 bad=0
 for i in $(seq $N); do
-	wait_for 10 ip netns exec m$i ping -c1 -W1 $TLSH_SERVER_ADDR > /dev/null || bad=$((bad + 1))
+	wait_for 10 ip netns exec m$i ping -c1 -W1 $TLSH_PLAIN_ADDR > /dev/null || bad=$((bad + 1))
 done
 check "$N client namespaces on the server's bridge" [ $bad = 0 ]
 
 check "no agent before the mounts" wait_for 30 sh -c '[ "$(pgrep -x tlsh-helper | wc -l)" = 0 ]'
-up0=$(count tlsh_upcall_start)
+check "knfsd serves TLS" [ "$(nfsd_tls 1)" = 1 ]
+up0=$(client_upcalls)
 est0=$(count rpc_tls_established)
+sdone0=$(svc_count svc_tls_done 'status=0 ')
 rm -f /tmp/scale.* /tmp/scale-ready.*
 mkfifo /tmp/scale.go
 # Each namespace is its own NFSv4 client: without its own identifier all
@@ -71,7 +80,7 @@ echo "tlsh-scale-m$i" > /sys/fs/nfs/net/nfs_client/identifier
 touch /tmp/scale-ready.$i
 : < /tmp/scale.go
 s=${EPOCHREALTIME/./}	# microseconds (busybox date has no %N)
-if nfs_mount vers=4.2,xprtsec=tls "$TLSH_SERVER_NAME" /mnt/m$i > /tmp/scale.$i.err 2>&1; then
+if nfs_mount vers=4.2,xprtsec=tls "$TLSH_PLAIN_NAME" /mnt/m$i > /tmp/scale.$i.err 2>&1; then
 	echo "m$i $EPOCHREALTIME" > /mnt/m$i/scale-m$i &&
 		grep -q "^m$i " /mnt/m$i/scale-m$i &&
 		encrypted /mnt/m$i 1 > /dev/null && r=0 || r=2
@@ -101,8 +110,9 @@ for i in $(seq $N); do
 	case "$r" in 0\ *) ;; *) echo "# m$i: ${r:-no result} $(head -c 300 /tmp/scale.$i.err 2>/dev/null)" ;; esac
 done
 check "... within 300 s (took ${el} s; slowest $(sort -k2 -n /tmp/scale.[0-9]* | tail -1 | cut -d' ' -f2) ms)" [ $el -le 300 ]
-check "... each namespace spawned its own agent ($N upcalls)" [ $(( $(count tlsh_upcall_start) - up0 )) = $N ]
+check "... each namespace spawned its own agent ($N upcalls)" [ $(( $(client_upcalls) - up0 )) = $N ]
 check "... $N TLS sessions established" [ $(( $(count rpc_tls_established) - est0 )) -ge $N ]
+check "... knfsd's agent did $N server handshakes" [ $(( $(svc_count svc_tls_done 'status=0 ') - sdone0 )) -ge $N ]
 check "... the server has every namespace's file" [ "$(ls $TLSH_EXPORT_DIR/scale-m* 2>/dev/null | wc -l)" = $N ]
 
 bad=0
