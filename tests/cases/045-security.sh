@@ -110,10 +110,14 @@ check "the mount works (the agent was given the keyring)" sh -c "echo data > $M/
 # --- 4. a crashed agent leaves nothing ----------------------------------
 pid=$(pgrep -x tlsh-helper | head -1)
 check "an agent runs" test -n "$pid"
+# stopped while it is looked at: an idle agent exits after 3 s, and a
+# process that is gone would make "cannot read" pass for the wrong reason
+kill -STOP "$pid" 2>/dev/null
 check "the agent's core file limit is 0" grep -q "^Max core file size *0 *0 " /proc/$pid/limits
 check_fail "the agent is not dumpable: root without CAP_SYS_PTRACE cannot read its memory map" \
 	no_caps cat /proc/$pid/maps
 check "... while an administrator can" sh -c "cat /proc/$pid/maps > /dev/null"
+kill -CONT "$pid" 2>/dev/null
 
 # --- 5. an orderly close sends close_notify ------------------------------
 umount $M
