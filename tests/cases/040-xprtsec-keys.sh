@@ -12,16 +12,10 @@
 . /tlsh/guest/tlsh-lib.sh
 . /tlsh/guest/nfs-lib.sh
 
-nfs_tls_ready "mTLS/PSK" check_xprtsec_policy || exit 0
-if [ ! -x $EXPORTFS ]; then
-	skip "mTLS/PSK: no exportfs of nfs-utils 2.6.3+ in this guest"
-	finish
-	exit 0
-fi
+nfs_policy_ready "mTLS/PSK" || exit 0
 
 P=$TLSH_PLAIN_NAME
 M=/mnt/k
-A=$TLSH_ARTIFACTS
 cleanup() {
 	umount -f -l /mnt/k2 /mnt/k3 /mnt/u /mnt/v 2>/dev/null
 	knfsd_cleanup

@@ -11,12 +11,7 @@
 . /tlsh/guest/tlsh-lib.sh
 . /tlsh/guest/nfs-lib.sh
 
-nfs_tls_ready "knfsd export policies" check_xprtsec_policy || exit 0
-if [ ! -x $EXPORTFS ]; then
-	skip "knfsd export policies: no exportfs of nfs-utils 2.6.3+ in this guest"
-	finish
-	exit 0
-fi
+nfs_policy_ready "knfsd export policies" || exit 0
 
 P=$TLSH_PLAIN_NAME
 M=/mnt/p

@@ -261,6 +261,16 @@ peer_keys() { grep " svc_tls_done:" $TRACE/trace | grep "status=0 " | grep -vc "
 EXPORTFS=/usr/local/sbin/exportfs
 EXPORT_BASE="rw,sync,no_subtree_check,no_root_squash,insecure,fsid=1"
 
+# nfs_policy_ready WHAT: nfs_tls_ready for a case that sets knfsd's export
+# policies, and an exportfs that knows xprtsec=; otherwise a SKIP line
+# for WHAT and the summary, false
+nfs_policy_ready() {
+	nfs_tls_ready "$1" check_xprtsec_policy || return 1
+	[ -x $EXPORTFS ] && return 0
+	skip "$1: no exportfs of nfs-utils 2.6.3+ in this guest"
+	finish
+	return 1
+}
 # export_policy [MODES]: export $TLSH_EXPORT with xprtsec=MODES (none
 # given: without the option, as the bench exports it)
 export_policy() {
