@@ -3,7 +3,9 @@
 # xprtsec=mtls in /etc/exports (exportfs and rpc.mountd of nfs-utils
 # 2.6.4, which pass the option to the kernel), knfsd serving TLS: clients
 # whose connection does not meet the policy are refused (NFSv4 and v3),
-# with a clear line on the server and a failed mount on the client;
+# with a clear line on the server and a failed mount on the client whose
+# kernel says which kind of connection was refused and which xprtsec=
+# could meet the policy;
 # clients that meet it mount; exportfs -v shows the policy; without the
 # option everything is allowed again.
 # tlsh-vm: timeout=900
@@ -36,6 +38,8 @@ check "exportfs (nfs-utils 2.6.4) takes xprtsec=tls:mtls" export_policy tls:mtls
 check "exportfs -v shows xprtsec=tls:mtls" exported_with "xprtsec=tls:mtls"
 check "tls:mtls: a plaintext NFSv4.2 client is refused" denied none42 vers=4.2,xprtsec=none "a connection without TLS"
 check "tls:mtls: a plaintext NFSv3 client is refused" denied none3 vers=3,nolock,xprtsec=none "a connection without TLS"
+check "... the client's kernel says the export may require RPC-with-TLS (NFSv3)" \
+	kgrep none3 "NFS: $P refused .* (xprtsec=none): the export may require RPC-with-TLS (xprtsec=tls, mtls or psk)"
 check "tls:mtls: xprtsec=tls mounts (NFSv4.2)" mounted_tls vers=4.2,xprtsec=tls
 check "... write + read back" rw_marker tls
 umount $M
@@ -48,6 +52,8 @@ umount $M
 check "exportfs takes xprtsec=mtls" export_policy mtls
 check "exportfs -v shows xprtsec=mtls" exported_with "xprtsec=mtls"
 check "mtls: a TLS client without a certificate is refused" denied tls42 vers=4.2,xprtsec=tls "a TLS connection without client authentication"
+check "... the client's kernel names the option that could meet the policy" \
+	kgrep tls42 "NFS: $P refused .* (xprtsec=tls): the export may require an authenticated client (xprtsec=mtls or psk)"
 check "mtls: a plaintext client is refused" denied none42b vers=4.2,xprtsec=none "a connection without TLS"
 check "mtls: xprtsec=mtls mounts" mounted_tls $MTLS
 check "... write + read back" rw_marker mtls

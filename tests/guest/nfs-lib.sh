@@ -282,10 +282,14 @@ exported_with() {
 	ip netns exec S $EXPORTFS -v | tr -d ' \t\n' | grep -q -- "$1"
 }
 # denied MARK OPTIONS KIND: mounting $P with OPTIONS fails within 30 s,
-# knfsd says that a KIND connection may not use the export, nothing is
+# knfsd says that a KIND connection may not use the export, the client's
+# kernel says that the server refused a KIND connection, nothing is
 # mounted
 denied() {
-	mount_fails $P "$1" "nfsd: .*: $3 may not use export $TLSH_EXPORT " "$2"
+	mount_fails $P "$1" "nfsd: .*: $3 may not use export $TLSH_EXPORT " "$2" ||
+		return 1
+	kgrep "$1" "NFS: $P refused $3 (xprtsec=" ||
+		{ echo "# the client's kernel did not say which connection was refused"; return 1; }
 }
 
 # padd NAME FILE: a user key in the session keyring, prints its serial
