@@ -5,7 +5,7 @@
 # whose connection does not meet the policy are refused (NFSv4 and v3),
 # with a clear line on the server and a failed mount on the client whose
 # kernel says which kind of connection was refused and which xprtsec=
-# could meet the policy;
+# could meet the policy (also for the export as the pseudo-root, fsid=0);
 # clients that meet it mount; exportfs -v shows the policy; without the
 # option everything is allowed again.
 # tlsh-vm: timeout=900
@@ -64,6 +64,19 @@ umount $M
 check "exportfs takes xprtsec=tls" export_policy tls
 check "tls: an authenticated (mtls) client is refused, as upstream's" denied mtls42 "$MTLS" "a TLS connection with client authentication"
 check "tls: xprtsec=tls mounts" mounted_tls vers=4.2,xprtsec=tls
+umount $M
+
+# --- the export as NFSv4's pseudo-root (fsid=0): PUTROOTFH is refused, and
+# the client finds that the flavor SECINFO_NO_NAME offers does not help --
+echo "$TLSH_EXPORT *(${EXPORT_BASE/fsid=1/fsid=0},xprtsec=mtls)" > /etc/exports
+check "exportfs takes the pseudo-root (fsid=0) with xprtsec=mtls" ip netns exec S $EXPORTFS -ra
+kmark root
+check_fail "pseudo-root, mtls: xprtsec=tls is refused (NFSv4.2)" \
+	timeout $((90 * TLSH_SLOWDOWN)) mount -t nfs -o vers=4.2,xprtsec=tls,retry=0 $P:/ $M
+check "... the client's kernel says an authenticated client may be required" \
+	kgrep root "NFS: $P refused a TLS connection without client authentication (xprtsec=tls): the export may require an authenticated client"
+check "pseudo-root, mtls: xprtsec=mtls mounts" \
+	timeout $((90 * TLSH_SLOWDOWN)) mount -t nfs -o "${MTLS},retry=0" $P:/ $M
 umount $M
 
 # --- no option: everything allowed ---------------------------------------
