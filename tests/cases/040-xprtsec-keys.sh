@@ -101,6 +101,7 @@ check "a keyring as cert_serial=: refused" \
 dd if=/dev/urandom of=/tmp/r16 bs=1M count=16 status=none
 want=$(sha256sum < /tmp/r16 | cut -d' ' -f1)
 capture_start mtls tcp port 2049
+kmark mtls
 check "xprtsec=mtls mount with the client certificate: accepted" \
 	nfs_mount $MTO,xprtsec=mtls,cert_serial=$cert,privkey_serial=$key $P $M
 check "/proc/mounts shows xprtsec=mtls and the serials" \
@@ -112,7 +113,7 @@ sync
 check "the server has the same sha256" [ "$(sha256sum < $TLSH_EXPORT_DIR/r16 | cut -d' ' -f1)" = "$want" ]
 capture_stop
 check "capture: TLS application data records on the wire" [ "$(tls_records $TLSH_ARTIFACTS/mtls.pcap)" -gt 20 ]
-check "the helper logged a handshake with a client certificate" grep -q "]: handshake with .* done: .*, client certificate$" /var/log/messages
+check "the helper logged a handshake with a client certificate" lgrep mtls "]: handshake with .* done: .*, client certificate$"
 
 # nfs_client matching: the same server with other key serials (here: the
 # same certificate, added again) is another nfs_client, with its own
@@ -129,7 +130,7 @@ check "a third mount with the first serials: accepted" \
 check "... it shares the first client: still two connections" [ "$(conns)" = $((c0 + 1)) ]
 umount /mnt/k3 /mnt/k2 $M
 check "knfsd's agent verified our certificate (CN=tlsh-client)" \
-	grep -q "tlsh-helper\[[0-9]*\]: server handshake with .*tlsh-client.* done: .*client certificate, identity key" /var/log/messages
+	lgrep mtls "tlsh-helper\[[0-9]*\]: server handshake with .*tlsh-client.* done: .*client certificate, identity key"
 check "trace: knfsd learned the authenticated client (peer_key)" [ "$(peer_keys)" -ge 1 ]
 
 # knfsd's agent asks for a client certificate and accepts a client
@@ -142,24 +143,25 @@ check "no client certificate (xprtsec=tls): refused by the export" \
 # connection right after its alert, the kernel may see the close first
 check "a certificate from another CA: rejected" refused othercert $MTO,xprtsec=mtls,cert_serial=$ocert,privkey_serial=$okey
 check "... knfsd's agent says why" \
-	grep -q "server handshake with .* failed: client certificate '.*' not trusted" /var/log/messages
+	lgrep othercert "server handshake with .* failed: client certificate '.*' not trusted"
 check "a certificate with another's private key: rejected" \
 	fails_with mismatch "TLS handshake with plain.test .* failed: rejected" $MTO,xprtsec=mtls,cert_serial=$cert,privkey_serial=$okey
-check "... the helper says why" grep -q "handshake with .* failed: .*\(mismatch\|match\)" /var/log/messages
+check "... the helper says why" lgrep mismatch "handshake with .* failed: .*\(mismatch\|match\)"
 check "knfsd saw no request in plaintext" no_plain_requests
 
 # --- PSK ----------------------------------------------------------------
+kmark psk
 check "xprtsec=psk mount: accepted" nfs_mount $PKO,xprtsec=psk,psk_serial=$psk $P $M
 check "/proc/mounts shows xprtsec=psk,psk_serial=" grep -q " $M nfs4 .*xprtsec=psk,psk_serial=$psk" /proc/mounts
 check "mountstats: policy=psk, encrypted" policy_is $M psk
 check "read the 16 MiB back over PSK: same data" cmp -s /tmp/r16 $M/r16
 umount $M
 check "knfsd's agent logged the PSK identity" \
-	grep -q "server handshake with .* (PSK identity $(cat $CERTS/psk.id)) done" /var/log/messages
+	lgrep psk "server handshake with .* (PSK identity $(cat $CERTS/psk.id)) done"
 check "an unknown PSK identity: rejected" refused pskid $PKO,xprtsec=psk,psk_serial=$pskid
-check "... knfsd's agent says why" grep -q "server handshake with .* failed: .*tlsh-other" /var/log/messages
+check "... knfsd's agent says why" lgrep pskid "server handshake with .* failed: .*tlsh-other"
 check "a wrong PSK: rejected" refused pskbad $PKO,xprtsec=psk,psk_serial=$pskbad
-check "... knfsd's agent says why" grep -q "server handshake with .* failed: the client's key for PSK identity .* does not match" /var/log/messages
+check "... knfsd's agent says why" lgrep pskbad "server handshake with .* failed: the client's key for PSK identity .* does not match"
 
 # --- key lifetime -------------------------------------------------------
 exp=$(padd tlsh:exp $CERTS/psk.txt)
@@ -188,7 +190,7 @@ check_fail "certificate revoked, forced reconnect: I/O fails (soft mount)" timeo
 el=$(( $(date +%s) - start ))
 check "... within 120 s (took ${el} s)" [ $el -lt 120 ]
 check "... the kernel says the key was revoked" kgrep revoked "TLS handshake with plain.test .* failed: key revoked"
-check "... the helper names the key" grep -q "cannot read key $c2: Key has been revoked" /var/log/messages
+check "... the helper names the key" lgrep revoked "cannot read key $c2: Key has been revoked"
 check "... knfsd saw no request in plaintext" no_plain_requests
 kmark remount
 check_fail "remount naming a key the user cannot use (revoked): refused" \

@@ -82,11 +82,12 @@ check "keys and a keyring for the test consumer" test -n "$cert" -a -n "$key" -a
 out=$(hs addr=$S port=4437 name=server.test cert=$cert peerid=$key keyring=$ring)
 echo "$out"
 check "mTLS with the keys in the request's keyring: accepted" grep -q "status=0 done=1 cancelled=0 data=ok" <<< "$out"
+kmark notinring
 out=$(hs addr=$S port=4437 name=server.test cert=$ocert peerid=$okey keyring=$ring)
 echo "$out"
 check "serials that are not in the request's keyring: refused" grep -q "start=0 status=-[0-9]* done=1" <<< "$out"
 check "... the agent says they are not in the keyring" \
-	grep -q "key $okey is not in the kernel's key ring $ring\|key $ocert is not in the kernel's key ring $ring" /var/log/messages
+	lgrep notinring "key $okey is not in the kernel's key ring $ring\|key $ocert is not in the kernel's key ring $ring"
 out=$(hs addr=$S port=4437 name=server.test cert=$ocert peerid=$okey)
 echo "$out"
 check "... while the same serials without a keyring (root's user keyring) are served" \

@@ -129,22 +129,6 @@ capture_stop() {
 	wait "$CAPTURE_PID" 2>/dev/null
 }
 
-# dmesg_since MARK: kernel messages after the line MARK was written
-kmark() {
-	echo "tlsh-mark $1" > /dev/kmsg
-}
-dmesg_since() {
-	dmesg | sed -n "/tlsh-mark $1\$/,\$p"
-}
-# kgrep MARK PATTERN: PATTERN is in the kernel log after MARK; when it
-# is not, the last lines after MARK are printed as TAP comments
-kgrep() {
-	dmesg_since "$1" | grep -q "$2" && return 0
-	echo "# no kernel message like '$2' after mark $1; the last ones:"
-	dmesg_since "$1" | tail -8 | sed 's/^/#   /'
-	return 1
-}
-
 # nfs_tls_ready WHAT [SYMBOL]: true when this guest can run an NFS-over-TLS
 # case (tlsh-helper, tls-front, and a kernel with SYMBOL, by default
 # rpc_starttls_probe); otherwise prints a SKIP line for WHAT, false

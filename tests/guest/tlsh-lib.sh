@@ -98,3 +98,34 @@ no_agent() {
 ms() {
 	sed -n 's/.* ms=\([0-9]*\).*/\1/p' <<< "$1"
 }
+
+# kmark MARK: a mark in the kernel log and in the system log
+kmark() {
+	echo "tlsh-mark $1" > /dev/kmsg
+	logger -t tlsh "tlsh-mark $1"
+}
+# dmesg_since MARK: kernel messages after the line MARK was written
+dmesg_since() {
+	dmesg | sed -n "/tlsh-mark $1\$/,\$p"
+}
+# log_since MARK: the system log (the agents' lines) after MARK (kmark
+# writes it there too), across syslogd's one rotated file
+log_since() {
+	cat /var/log/messages.0 /var/log/messages 2>/dev/null |
+		sed -n "/tlsh: tlsh-mark $1\$/,\$p"
+}
+# lgrep MARK PATTERN: PATTERN is in the system log after MARK
+lgrep() {
+	log_since "$1" | grep -q "$2" && return 0
+	echo "# no log line like '$2' after mark $1; the last ones:"
+	log_since "$1" | tail -8 | sed 's/^/#   /'
+	return 1
+}
+# kgrep MARK PATTERN: PATTERN is in the kernel log after MARK; when it
+# is not, the last lines after MARK are printed as TAP comments
+kgrep() {
+	dmesg_since "$1" | grep -q "$2" && return 0
+	echo "# no kernel message like '$2' after mark $1; the last ones:"
+	dmesg_since "$1" | tail -8 | sed 's/^/#   /'
+	return 1
+}
