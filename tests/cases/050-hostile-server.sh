@@ -28,26 +28,28 @@ no_plaintext() {
 	! grep -q 'probe=plain' "$TLSH_ARTIFACTS/front-$1.log"
 }
 
-# refused PORT WHAT KERNEL-RE HELPER-RE [UNAUTH]: xprtsec=tls and
-# xprtsec=auto mounts against the front on PORT both fail, in time, with the
-# reasons; with UNAUTH ("unauth"), the server's certificate is merely
-# unverifiable, and xprtsec=auto may instead mount encrypted without
-# authenticating it (never in plaintext)
+# helper_logged MARK ERE: a line of the helper's after MARK matches ERE
+# (case-insensitive)
+helper_logged() { log_since "$1" | grep 'tlsh-helper' | grep -qiE "$2"; }
 # tls_fails MARK PORT WHAT KERNEL-RE HELPER-RE: an xprtsec=tls mount
 # against the front on PORT fails within 30 s, the kernel log after MARK
-# matches KERNEL-RE and the helper's new log lines HELPER-RE
+# matches KERNEL-RE and the helper's log lines after it HELPER-RE
 tls_fails() {
-	local mark=$1 port=$2 what=$3 kre=$4 hre=$5 start el lines
+	local mark=$1 port=$2 what=$3 kre=$4 hre=$5 start el
 	kmark "$mark"
-	lines=$(wc -l < /var/log/messages)
 	start=$(date +%s)
 	check_fail "$what: xprtsec=tls mount fails" nfs_mount vers=4.2,xprtsec=tls,port=$port $S $M
 	el=$(( $(date +%s) - start ))
 	check "... within 30 s (took ${el} s)" [ $el -le 30 ]
 	check "... with a clear kernel message" kgrep "$mark" "$kre"
-	check "... and the helper logged why" sh -c "tail -n +$((lines + 1)) /var/log/messages | grep 'tlsh-helper' | grep -qiE '$hre'"
+	check "... and the helper logged why" helper_logged "$mark" "$hre"
 }
 
+# refused PORT WHAT KERNEL-RE HELPER-RE [UNAUTH]: xprtsec=tls and
+# xprtsec=auto mounts against the front on PORT both fail, in time, with the
+# reasons; with UNAUTH ("unauth"), the server's certificate is merely
+# unverifiable, and xprtsec=auto may instead mount encrypted without
+# authenticating it (never in plaintext)
 refused() {
 	local port=$1 unauth=${5:-}
 	tls_fails "hostile-$port" "$port" "$2" "$3" "$4"

@@ -176,13 +176,13 @@ stall_client() {
 # handshake_pending: the agent's handshake process for the stalled client
 # has started
 handshake_pending() {
-	tail -n +"$log0" /var/log/messages | grep -q "192.0.2.11:[0-9]* (no peer name): x509 server handshake"
+	log_since stall | grep -q "192.0.2.11:[0-9]* (no peer name): x509 server handshake"
 }
 no_conn_from_c1() {
 	! ip netns exec S ss -tn state established "( sport = :2049 )" | grep -q "192.0.2.11"
 }
 rm -f $A/stall.*
-log0=$(( $(wc -l < /var/log/messages) + 1 ))
+kmark stall
 fails0=$(grep " svc_tls_done:" $TRACE/trace | grep -vc "status=0 ")
 stall_client &
 stall=$!
