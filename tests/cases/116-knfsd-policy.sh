@@ -68,8 +68,7 @@ umount $M
 
 # --- the export as NFSv4's pseudo-root (fsid=0): PUTROOTFH is refused, and
 # the client finds that the flavor SECINFO_NO_NAME offers does not help --
-echo "$TLSH_EXPORT *(${EXPORT_BASE/fsid=1/fsid=0},xprtsec=mtls)" > /etc/exports
-check "exportfs takes the pseudo-root (fsid=0) with xprtsec=mtls" ip netns exec S $EXPORTFS -ra
+check "exportfs takes the pseudo-root (fsid=0) with xprtsec=mtls" export_policy mtls 0
 kmark root
 check_fail "pseudo-root, mtls: xprtsec=tls is refused (NFSv4.2)" \
 	timeout $((90 * TLSH_SLOWDOWN)) mount -t nfs -o vers=4.2,xprtsec=tls,retry=0 $P:/ $M

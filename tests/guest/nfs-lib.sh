@@ -243,7 +243,7 @@ peer_keys() { grep " svc_tls_done:" $TRACE/trace | grep "status=0 " | grep -vc "
 
 # --- export policies (cases 040, 116): exportfs of nfs-utils 2.6.3+ ---------
 EXPORTFS=/usr/local/sbin/exportfs
-EXPORT_BASE="rw,sync,no_subtree_check,no_root_squash,insecure,fsid=1"
+EXPORT_BASE="rw,sync,no_subtree_check,no_root_squash,insecure"
 
 # nfs_policy_ready WHAT: nfs_tls_ready for a case that sets knfsd's export
 # policies, and an exportfs that knows xprtsec=; otherwise a SKIP line
@@ -255,10 +255,11 @@ nfs_policy_ready() {
 	finish
 	return 1
 }
-# export_policy [MODES]: export $TLSH_EXPORT with xprtsec=MODES (none
-# given: without the option, as the bench exports it)
+# export_policy [MODES [FSID]]: export $TLSH_EXPORT with xprtsec=MODES (none
+# given: without the option, as the bench exports it) and fsid=FSID
+# (default 1; 0 makes it NFSv4's pseudo-root)
 export_policy() {
-	echo "$TLSH_EXPORT *($EXPORT_BASE${1:+,xprtsec=$1})" > /etc/exports
+	echo "$TLSH_EXPORT *($EXPORT_BASE,fsid=${2:-1}${1:+,xprtsec=$1})" > /etc/exports
 	ip netns exec S $EXPORTFS -ra
 }
 # exported_with TEXT: exportfs -v shows TEXT for the export
