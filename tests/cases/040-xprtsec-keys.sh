@@ -117,18 +117,36 @@ check "the helper logged a handshake with a client certificate" lgrep mtls "]: h
 
 # nfs_client matching: the same server with other key serials (here: the
 # same certificate, added again) is another nfs_client, with its own
-# connection; the same serials share one
+# connection; the same serials share one. To knfsd the two are two
+# clients, each with its own owner string (the policy and the serials are
+# part of it): the second one's EXCHANGE_ID must not discard the first
+# one's state, such as a lock held through the first mount
 conns() { ss -Htn state established "( dport = :2049 )" dst $TLSH_PLAIN_ADDR | wc -l; }
 c0=$(conns)
 c3=$(padd tlsh:cert3 $CERTS/client.pem)
 k3=$(padd tlsh:key3 $CERTS/client-key.pem)
+echo lock > $M/lockme
+exec 8>> $M/lockme
+flock -x 8
+kmark second
 check "a second mtls mount with other key serials: accepted" \
 	nfs_mount $MTO,xprtsec=mtls,cert_serial=$c3,privkey_serial=$k3 $P /mnt/k2
 check "... it is a separate client: a second connection to knfsd" [ "$(conns)" = $((c0 + 1)) ]
+two_owners() {
+	ip netns exec S sh -c "mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
+		grep -h ^name: /proc/fs/nfsd/clients/*/info" | sed 's/^/# /'
+	[ "$(nfsd_owners " xprtsec=mtls/$cert/$key\"")" = 1 ] && [ "$(nfsd_owners " xprtsec=mtls/$c3/$k3\"")" = 1 ]
+}
+check "... knfsd sees two clients, each owner named by its policy and serials" two_owners
+check "... the first mount's lock survived the second mount" sh -c "! flock -n /mnt/k2/lockme true"
+exec 8>&-
 check "a third mount with the first serials: accepted" \
 	nfs_mount $MTO,xprtsec=mtls,cert_serial=$cert,privkey_serial=$key,nosharecache $P /mnt/k3
 check "... it shares the first client: still two connections" [ "$(conns)" = $((c0 + 1)) ]
 umount /mnt/k3 /mnt/k2 $M
+# by now the first client has used its state again (the unlock and close)
+no_lost_locks() { ! dmesg_since second | grep -q "lost .* locks"; }
+check "the first mount lost no lock to the second" no_lost_locks
 check "knfsd's agent verified our certificate (CN=tlsh-client)" \
 	lgrep mtls "tlsh-helper\[[0-9]*\]: server handshake with .*tlsh-client.* done: .*client certificate, identity key"
 check "trace: knfsd learned the authenticated client (peer_key)" [ "$(peer_keys)" -ge 1 ]

@@ -86,7 +86,27 @@ check "the server agent exits when idle" wait_for 15 no_server_agents
 # --- auto, other versions, nconnect ------------------------------------------
 check "xprtsec=auto mount of knfsd: encrypted" mounted_tls vers=4.2,xprtsec=auto
 check "... the 64 MiB read back: same sha256" same64
+# a mount of the same server with another policy is another nfs_client,
+# and to knfsd another client: the default policy's owner string is the
+# one it always was, another policy's names it; a lock held through the
+# first mount survives the second one's EXCHANGE_ID
+exec 8>> $M/marker
+flock -x 8
+kmark policies
+mkdir -p /mnt/n
+plain_beside() { nfs_mount vers=4.2,xprtsec=none $P /mnt/n && plaintext /mnt/n; }
+check "xprtsec=none mount of the same server beside it, in plaintext" plain_beside
+owners_by_policy() {
+	[ "$(nfsd_owners "NFSv4.2 $(uname -n)\"")" = 1 ] && [ "$(nfsd_owners " xprtsec=none\"")" = 1 ]
+}
+check "... knfsd sees two clients: the default's owner, and one named xprtsec=none" owners_by_policy
+check "... the lock held through the auto mount survived" sh -c "! flock -n /mnt/n/marker true"
+exec 8>&-
+umount /mnt/n
 umount $M
+# by now the auto mount's client has used its state again
+no_lost_locks() { ! dmesg_since policies | grep -q "lost .* locks"; }
+check "the auto mount lost no lock to the none mount" no_lost_locks
 for v in 4.1 4.0 3; do
 	o=vers=$v,xprtsec=tls
 	[ $v = 3 ] && o=$o,nolock

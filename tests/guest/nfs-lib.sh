@@ -172,6 +172,13 @@ knfsd_tls_setup() {
 	done
 }
 
+# nfsd_owners RE: how many of knfsd's NFSv4 clients (in S) have an owner
+# name matching RE ("name: "OWNER"" in /proc/fs/nfsd/clients/*/info)
+nfsd_owners() {
+	ip netns exec S sh -c "mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
+		cat /proc/fs/nfsd/clients/*/info" 2>/dev/null | grep -c "^name: .*$1"
+}
+
 # svc_count EVENT [PATTERN]: how many server TLS events (matching PATTERN)
 svc_count() {
 	grep " $1:" $TRACE/trace | grep -c -- "${2:-}"
