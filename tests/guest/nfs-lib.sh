@@ -146,10 +146,7 @@ nfs_tls_ready() {
 
 # --- knfsd serving RPC-with-TLS (cases 030, 115, 116, 120) ------------------
 
-# KNFSD_CONF: the agent's lines for knfsd's server handshakes (the
-# certificate names plain.test and the server's addresses)
-KNFSD_CONF="server-certificate = $CERTS/knfsd.pem
-server-private-key = $CERTS/knfsd-key.pem"
+# KNFSD_CONF (tlsh-lib.sh): the agent's lines for knfsd's server handshakes
 # KNFSD_MTLS_CONF: the same, and clients' certificates verified with the
 # bench CA (mtls)
 KNFSD_MTLS_CONF="$KNFSD_CONF

@@ -1,6 +1,11 @@
 # Helpers for the AF_TLSH guest cases (source after lib.sh).
 CERTS=/etc/tlsh-test-certs
 TRACE=/tracing   # tracefs; /sys is remounted by "ip netns exec"
+# KNFSD_CONF: the agent's lines for knfsd's server handshakes (the
+# certificate names plain.test and the server's addresses); the NFS cases
+# and the bench use it
+KNFSD_CONF="server-certificate = $CERTS/knfsd.pem
+server-private-key = $CERTS/knfsd-key.pem"
 
 # tlsh_setup: load the test consumer, write a helper config that trusts
 # the test CA, start tracing the tlsh events.

@@ -10,8 +10,7 @@ MNT=/mnt/bench
 mkdir -p $MNT
 bench_setup || { echo "bench: cannot set up"; exit 1; }
 # the agent also serves knfsd's handshakes (mode ktls)
-bench_config "server-certificate = $CERTS/knfsd.pem
-server-private-key = $CERTS/knfsd-key.pem"
+bench_config "$KNFSD_CONF"
 # nfsd_tls 0|1: knfsd's RPC-with-TLS in S (on only for the ktls mode, so
 # that plain.test stays the server without TLS of the auto measurements)
 nfsd_tls() {
