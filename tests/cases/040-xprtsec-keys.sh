@@ -133,8 +133,7 @@ check "a second mtls mount with other key serials: accepted" \
 	nfs_mount $MTO,xprtsec=mtls,cert_serial=$c3,privkey_serial=$k3 $P /mnt/k2
 check "... it is a separate client: a second connection to knfsd" [ "$(conns)" = $((c0 + 1)) ]
 two_owners() {
-	ip netns exec S sh -c "mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
-		grep -h ^name: /proc/fs/nfsd/clients/*/info" | sed 's/^/# /'
+	nfsd_owner_names | sed 's/^/# /'
 	[ "$(nfsd_owners " xprtsec=mtls/$cert/$key\"")" = 1 ] && [ "$(nfsd_owners " xprtsec=mtls/$c3/$k3\"")" = 1 ]
 }
 check "... knfsd sees two clients, each owner named by its policy and serials" two_owners

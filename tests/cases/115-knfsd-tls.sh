@@ -97,6 +97,7 @@ mkdir -p /mnt/n
 plain_beside() { nfs_mount vers=4.2,xprtsec=none $P /mnt/n && plaintext /mnt/n; }
 check "xprtsec=none mount of the same server beside it, in plaintext" plain_beside
 owners_by_policy() {
+	nfsd_owner_names | sed 's/^/# /'
 	[ "$(nfsd_owners "NFSv4.2 $(uname -n)\"")" = 1 ] && [ "$(nfsd_owners " xprtsec=none\"")" = 1 ]
 }
 check "... knfsd sees two clients: the default's owner, and one named xprtsec=none" owners_by_policy

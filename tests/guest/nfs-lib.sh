@@ -169,12 +169,14 @@ knfsd_tls_setup() {
 	done
 }
 
-# nfsd_owners RE: how many of knfsd's NFSv4 clients (in S) have an owner
-# name matching RE ("name: "OWNER"" in /proc/fs/nfsd/clients/*/info)
-nfsd_owners() {
+# nfsd_owner_names: the owner names of knfsd's NFSv4 clients in S, quoted
+# as /proc/fs/nfsd/clients/*/info shows them ("Linux NFSv4.2 HOST ...")
+nfsd_owner_names() {
 	ip netns exec S sh -c "mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
-		cat /proc/fs/nfsd/clients/*/info" 2>/dev/null | grep -c "^name: .*$1"
+		cat /proc/fs/nfsd/clients/*/info" 2>/dev/null | sed -n 's/^name: //p'
 }
+# nfsd_owners RE: how many of those match RE
+nfsd_owners() { nfsd_owner_names | grep -c -- "$1"; }
 
 # svc_count EVENT [PATTERN]: how many server TLS events (matching PATTERN)
 svc_count() {
