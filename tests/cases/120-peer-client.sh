@@ -49,8 +49,7 @@ c1_nfsd() {
 			rpc.nfsd --no-udp -V 3 -V 4 -V 4.1 -V 4.2 -H $L 4 &&
 			for i in \$(seq 50); do echo Y 2>/dev/null > /proc/fs/nfsd/v4_end_grace && break; sleep 0.1; done" ;;
 	stop)
-		ip netns exec C1 sh -c "mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
-			rpc.nfsd 0"
+		nfsd_sh C1 "rpc.nfsd 0"
 		kill "$(cat $A/c1-mountd.pid 2>/dev/null)" "$(cat $A/c1-rpcbind.pid 2>/dev/null)" 2>/dev/null ;;
 	tls) nfsd_tls_ns C1 "${2:-}" ;;
 	esac

@@ -169,25 +169,39 @@ knfsd_tls_setup() {
 	done
 }
 
-# nfsd_owner_names: the owner names of knfsd's NFSv4 clients in S, quoted
-# as /proc/fs/nfsd/clients/*/info shows them ("Linux NFSv4.2 HOST ...")
-nfsd_owner_names() {
-	ip netns exec S sh -c "mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
-		cat /proc/fs/nfsd/clients/*/info" 2>/dev/null | sed -n 's/^name: //p'
+# nfsd_owners_are RE...: each RE matches the owner name of exactly one of
+# knfsd's NFSv4 clients in S (the names, quoted as
+# /proc/fs/nfsd/clients/*/info shows them, "Linux NFSv4.2 HOST ...", are
+# printed as TAP comments)
+nfsd_owners_are() {
+	local names re
+	names=$(nfsd_sh S "cat /proc/fs/nfsd/clients/*/info" 2>/dev/null | sed -n 's/^name: //p')
+	echo "$names" | sed 's/^/# /'
+	for re in "$@"; do
+		[ "$(echo "$names" | grep -c -- "$re")" = 1 ] || return 1
+	done
 }
-# nfsd_owners RE: how many of those match RE
-nfsd_owners() { nfsd_owner_names | grep -c -- "$1"; }
+# locked_elsewhere FILE: FILE is locked against us (flock -n fails)
+locked_elsewhere() { ! flock -n "$1" true; }
+# no_lost_locks MARK: the client logged no lost lock after MARK
+no_lost_locks() { ! dmesg_since "$1" | grep -q "lost .* locks"; }
 
 # svc_count EVENT [PATTERN]: how many server TLS events (matching PATTERN)
 svc_count() {
 	grep " $1:" $TRACE/trace | grep -c -- "${2:-}"
 }
 
+# nfsd_sh NS SCRIPT: run SCRIPT (sh) in namespace NS with that namespace's
+# nfsd file system on /proc/fs/nfsd ("ip netns exec" gives each command a
+# mount namespace of its own, so it is mounted again each time)
+nfsd_sh() {
+	ip netns exec "$1" sh -c "mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
+		$2"
+}
 # nfsd_tls_ns NS [0|1]: write /proc/fs/nfsd/tls of namespace NS (when
 # given), print it
 nfsd_tls_ns() {
-	ip netns exec "$1" sh -c "mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
-		${2:+echo $2 > /proc/fs/nfsd/tls || exit 1}
+	nfsd_sh "$1" "${2:+echo $2 > /proc/fs/nfsd/tls || exit 1}
 		cat /proc/fs/nfsd/tls"
 }
 # nfsd_tls [0|1]: the same for S
