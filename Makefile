@@ -122,7 +122,7 @@ bench: $(if $(BENCH_NO_KERNEL),ensure-deps,kernel)
 	@mkdir -p $(B)/kmod $(B)/bench/bin && cp tests/kmod/*.ko $(B)/kmod/
 	for c in tests/bench/*.c; do \
 		$(CC) -std=c11 -Wall -Wextra -Werror -O2 -pthread -o $(B)/bench/bin/$$(basename $$c .c) \
-			$$c $$(pkg-config --cflags --libs gnutls) || exit 1; done
+			$$c $$(pkg-config --cflags --libs gnutls libcrypto) || exit 1; done
 	$(MAKE) -s initramfs
 	@[ "$(BENCH_PEER)" = 0 ] || [ -n "$(filter-out peer pair,$(BENCH_ONLY))" ] || $(MAKE) -s peer
 	tests/bench/run.sh

@@ -56,6 +56,16 @@ ctl() { peer "$@" > /dev/null; }
 
 mnt() { mount -t nfs -o "vers=4.2,retry=0,$1" "$SERVER:$EXPORT" $M; }
 
+# Our agent's priorities here: its defaults with AES-256-GCM as the only
+# cipher, the one tlshd negotiates (GnuTLS's default order puts it first;
+# ours puts AES-128-GCM first), so that both sides of every ratio encrypt
+# with the same cipher. cipher_info KIND: the cipher of the mounted TLS
+# connection, from ss's ULP line, as a note.
+TLSH_PRIO="priorities = -COMP-ALL:-VERS-ALL:+VERS-TLS1.3:-CIPHER-ALL:+AES-256-GCM:-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA:+DHE-RSA:-GROUP-ALL:+GROUP-X25519:+GROUP-SECP256R1:%NO_TICKETS"
+cipher_info() {
+	info "cipher.$1" "$(ss -tnie state established | grep -o 'tcp-ulp-tls.*cipher: [^ ]*' | grep -o '[^ ]*$' | sort -u | tr '\n' ' ')"
+}
+
 agents() { pgrep -x tlsh-helper; }
 agent_gone() { [ -z "$(agents)" ]; }
 wait_agent_gone() {
@@ -88,6 +98,7 @@ mount_latency() {
 transfer() {
 	local kind=$1 opts=$2 t0 c0 c1
 	mnt "$opts" || { na "tput.write.$kind" "mount with $opts failed"; return; }
+	[ "$kind" = none ] || cipher_info "$kind"
 	rm -f $M/bench-$CLIENT
 	c0=$(cpu_ticks); now; t0=$NOW
 	if dd if=/dev/zero of=$M/bench-$CLIENT bs=1M count="$PEER_MIB" conv=fsync status=none; then
@@ -138,6 +149,7 @@ server-certificate = $CERTS/knfsd.pem
 server-private-key = $CERTS/knfsd-key.pem
 idle-timeout = 2
 log-level = warning
+$TLSH_PRIO
 C
 	mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
 	echo 1 > /proc/fs/nfsd/tls
@@ -160,6 +172,7 @@ if [ "$CLIENT" = tlsh ]; then
 trust-store = $CERTS/ca.pem
 idle-timeout = 2
 log-level = warning
+$TLSH_PRIO
 C
 	info agent "tlsh-helper, started by request-key, idle-timeout 2 s"
 else

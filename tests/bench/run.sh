@@ -8,7 +8,7 @@
 #   BENCH_REPS=20        repetitions of each latency (handshakes)
 #   BENCH_MOUNT_REPS=10  repetitions of each mount latency
 #   BENCH_SCALE_REPS=3   repetitions of each scaling point
-#   BENCH_TPUT_REPS=1    repetitions of each throughput run (each gives 8 chunks)
+#   BENCH_TPUT_REPS=3    repetitions of each throughput run (each gives 8 chunks)
 #   BENCH_MIB=256        MiB written and read per throughput run
 #   BENCH_FILES=2000     files of the metadata workload
 #   BENCH_META_REPS=1    repetitions of the metadata workload
@@ -19,6 +19,9 @@
 #                        and no pairs (our client and knfsd in one guest,
 #                        the 6.12 ones in one VM of the peer's kernel)
 #   BENCH_PEER_MOUNT_REPS=8 BENCH_PEER_MIB=128   its repetitions and size
+#   BENCH_NFS_MODES="none tls ktls stunnel"   the NFS part's modes
+#   BENCH_CIPHER=AES-128-GCM   the one TLS 1.3 cipher of every NFS TLS mode
+#                        (AES-256-GCM, CHACHA20-POLY1305)
 #   BENCH_REPORT_ONLY=1  only redo the report from build/bench/console.log
 #   BENCH_KERNEL=FILE BENCH_KMOD=FILE  another bzImage, and the test module
 #                        built for it (put over the initramfs' copy)
@@ -30,7 +33,7 @@ out=$B/bench
 mkdir -p "$out"
 
 : "${BENCH_REPS:=20}" "${BENCH_MOUNT_REPS:=10}" "${BENCH_SCALE_REPS:=3}"
-: "${BENCH_TPUT_REPS:=1}" "${BENCH_MIB:=256}" "${BENCH_FILES:=2000}"
+: "${BENCH_TPUT_REPS:=3}" "${BENCH_MIB:=256}" "${BENCH_FILES:=2000}"
 : "${BENCH_META_REPS:=1}" "${BENCH_ONLY:=}"
 
 if [ -z "${BENCH_REPORT_ONLY:-}" ]; then
@@ -54,6 +57,9 @@ if [ -z "${BENCH_REPORT_ONLY:-}" ]; then
 			echo "# tlsh-vm: timeout=$limit"
 			for v in BENCH_REPS BENCH_MOUNT_REPS BENCH_SCALE_REPS BENCH_TPUT_REPS BENCH_MIB BENCH_FILES BENCH_META_REPS; do
 				echo "$v=${!v}"
+			done
+			for v in BENCH_NFS_MODES BENCH_CIPHER; do
+				[ -z "${!v:-}" ] || echo "$v=\"${!v}\""
 			done
 			cat "$top/tests/bench/guest/bench-lib.sh" "$s"
 		} > "$gen/$name"

@@ -9,8 +9,22 @@ S=$TLSH_SERVER_ADDR
 MNT=/mnt/bench
 mkdir -p $MNT
 bench_setup || { echo "bench: cannot set up"; exit 1; }
+# One TLS 1.3 cipher suite for every TLS mode (BENCH_CIPHER, GnuTLS's
+# name; default AES-128-GCM, TLS 1.3's mandatory one and the agent's first
+# choice): left to their defaults, the agent would negotiate AES-128-GCM
+# and stunnel (OpenSSL) AES-256-GCM, and the ratio would compare ciphers.
+# The agent's priorities are its default ones with that cipher only.
+CIPHER=${BENCH_CIPHER:-AES-128-GCM}
+case $CIPHER in
+AES-128-GCM) OSSL_SUITE=TLS_AES_128_GCM_SHA256 KTLS_NAME=aes-gcm-128 ;;
+AES-256-GCM) OSSL_SUITE=TLS_AES_256_GCM_SHA384 KTLS_NAME=aes-gcm-256 ;;
+CHACHA20-POLY1305) OSSL_SUITE=TLS_CHACHA20_POLY1305_SHA256 KTLS_NAME="" ;; # ss 6.1 names only AES-GCM
+*) echo "bench: BENCH_CIPHER=$CIPHER is not AES-128-GCM, AES-256-GCM or CHACHA20-POLY1305"; exit 1 ;;
+esac
+info nfs.cipher "$CIPHER (every TLS mode)"
 # the agent also serves knfsd's handshakes (mode ktls)
-bench_config "$KNFSD_CONF"
+bench_config "$KNFSD_CONF
+priorities = -COMP-ALL:-VERS-ALL:+VERS-TLS1.3:-CIPHER-ALL:+$CIPHER:-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA:+DHE-RSA:-GROUP-ALL:+GROUP-X25519:+GROUP-SECP256R1:%NO_TICKETS"
 # nfsd_tls 0|1: knfsd's RPC-with-TLS in S (on only for the ktls mode, so
 # that plain.test stays the server without TLS of the auto measurements)
 nfsd_tls() {
@@ -93,6 +107,7 @@ accept = $S:2051
 connect = 127.0.0.1:$kport
 cert = $CERTS/server.pem
 key = $CERTS/server-key.pem
+ciphersuites = $OSSL_SUITE
 C
 cat > $BW/stunnel-c.conf <<C
 foreground = yes
@@ -105,6 +120,8 @@ connect = $S:2051
 CAfile = $CA
 verifyChain = yes
 checkHost = server.test
+ciphersuites = $OSSL_SUITE
+debug = info
 C
 ip netns exec S stunnel4 $BW/stunnel-s.conf > /dev/null 2>&1 &
 stunnel_s=$!
@@ -127,6 +144,26 @@ front_notls=$!
 wait_for 10 sh -c "ip netns exec S ss -ltn | grep -q '$S:20490 '"
 
 MODES=${BENCH_NFS_MODES:-none tls ktls stunnel}
+# mode_cipher MODE (mounted): the cipher its TLS connection negotiated, as
+# a note; a different one than CIPHER voids the comparison, so it says so
+mode_cipher() {
+	local got
+	case $1 in
+	tls | ktls)
+		# the kernel's TLS socket of the mount (ss's ULP line)
+		got=$(ss -tnie state established | grep -o 'tcp-ulp-tls.*cipher: [^ ]*' | grep -o '[^ ]*$' | sort -u | tr '\n' ' ') ;;
+	stunnel)
+		# stunnel logs each connection's suite at debug = info
+		got=$(grep -o 'ciphersuite: [A-Z0-9_]*' $TLSH_ARTIFACTS/stunnel-c.log | sort -u | awk '{printf "%s ", $2}') ;;
+	*) return 0 ;;
+	esac
+	got=${got% }
+	[ -n "$got$KTLS_NAME" ] || got="(not named by ss)" KTLS_NAME="(not named by ss)"
+	case $got in
+	"$KTLS_NAME" | "$OSSL_SUITE") info nfs.$1.cipher "$got" ;;
+	*) info nfs.$1.cipher "$got (NOT $CIPHER: this mode's numbers compare another cipher)" ;;
+	esac
+}
 mode_ok() {
 	case $1 in
 	tls) [ $XPRTSEC = 1 ] ;;
@@ -140,6 +177,7 @@ for m in $MODES; do
 		[ $m = ktls ] && [ $XPRTSEC = 1 ] && why="n/a (no /proc/fs/nfsd/tls: knfsd cannot serve TLS)"
 		for x in tput.write tput.read cpu.write cpu.read meta.create meta.stat meta.remove; do na $x.$m "$why"; done
 	elif mount_mode $m; then
+		mode_cipher $m
 		umount $MNT
 	else
 		info nfs.$m.mount-failed "$(tail -1 $BW/mount.err)"
@@ -265,4 +303,20 @@ done
 kill $stunnel_c $stunnel_s $front_notls 2>/dev/null
 [ $KTLS = 1 ] && nfsd_tls 0
 kill_agents
+
+# --- the ciphers alone (context for the kTLS/stunnel ratios) -------------
+# crypto-loop (tests/bench/crypto-loop.c): 64 MiB of 16 KiB records over
+# loopback TCP, encrypted and decrypted by kTLS or by OpenSSL (stunnel's
+# library), no NFS: CPU per MiB of both ends
+note "the ciphers alone: 64 MiB of 16 KiB records over loopback, kTLS vs OpenSSL"
+for c in AES-128-GCM AES-256-GCM CHACHA20-POLY1305; do
+	for impl in ktls openssl; do
+		if out=$(crypto-loop $impl $c 64 2>&1); then
+			read -r _ _ _ _ cpu _ <<< "$out"
+			emit crypto.$impl.$c "$cpu"
+		else
+			na crypto.$impl.$c "failed: $out"
+		fi
+	done
+done
 exit 0
