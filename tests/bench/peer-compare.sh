@@ -56,12 +56,16 @@ ctl() { peer "$@" > /dev/null; }
 
 mnt() { mount -t nfs -o "vers=4.2,retry=0,$1" "$SERVER:$EXPORT" $M; }
 
-# Our agent's priorities here: its defaults with AES-256-GCM as the only
-# cipher, the one tlshd negotiates (GnuTLS's default order puts it first;
-# ours puts AES-128-GCM first), so that both sides of every ratio encrypt
-# with the same cipher. cipher_info KIND: the cipher of the mounted TLS
-# connection, from ss's ULP line, as a note.
-TLSH_PRIO="priorities = -COMP-ALL:-VERS-ALL:+VERS-TLS1.3:-CIPHER-ALL:+AES-256-GCM:-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA:+DHE-RSA:-GROUP-ALL:+GROUP-X25519:+GROUP-SECP256R1:%NO_TICKETS"
+# Our agent's priorities here (our guest only): its defaults with
+# AES-256-GCM as the only cipher, the one tlshd negotiates (GnuTLS's
+# default order puts it first; ours puts AES-128-GCM first), so that both
+# sides of every ratio encrypt with the same cipher. cipher_info KIND: the
+# cipher of the mounted TLS connection, from ss's ULP line, as a note.
+case $CLIENT in
+tlsh | tlsh-pair)
+	. /tlsh/guest/tlsh-lib.sh
+	TLSH_PRIO=$(one_cipher_priorities AES-256-GCM) ;;
+esac
 cipher_info() {
 	info "cipher.$1" "$(ss -tnie state established | grep -o 'tcp-ulp-tls.*cipher: [^ ]*' | grep -o '[^ ]*$' | sort -u | tr '\n' ' ')"
 }
@@ -145,8 +149,7 @@ tlsh-pair)
 	cat > /etc/tlsh/tlsh-helper.conf <<C
 [global]
 trust-store = $CERTS/ca.pem
-server-certificate = $CERTS/knfsd.pem
-server-private-key = $CERTS/knfsd-key.pem
+$KNFSD_CONF
 idle-timeout = 2
 log-level = warning
 $TLSH_PRIO

@@ -13,7 +13,8 @@ bench_setup || { echo "bench: cannot set up"; exit 1; }
 # name; default AES-128-GCM, TLS 1.3's mandatory one and the agent's first
 # choice): left to their defaults, the agent would negotiate AES-128-GCM
 # and stunnel (OpenSSL) AES-256-GCM, and the ratio would compare ciphers.
-# The agent's priorities are its default ones with that cipher only.
+# The agent's priorities are its default ones with that cipher only
+# (one_cipher_priorities, tlsh-lib.sh).
 CIPHER=${BENCH_CIPHER:-AES-128-GCM}
 case $CIPHER in
 AES-128-GCM) OSSL_SUITE=TLS_AES_128_GCM_SHA256 KTLS_NAME=aes-gcm-128 ;;
@@ -24,7 +25,7 @@ esac
 info nfs.cipher "$CIPHER (every TLS mode)"
 # the agent also serves knfsd's handshakes (mode ktls)
 bench_config "$KNFSD_CONF
-priorities = -COMP-ALL:-VERS-ALL:+VERS-TLS1.3:-CIPHER-ALL:+$CIPHER:-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA:+DHE-RSA:-GROUP-ALL:+GROUP-X25519:+GROUP-SECP256R1:%NO_TICKETS"
+$(one_cipher_priorities "$CIPHER")"
 # nfsd_tls 0|1: knfsd's RPC-with-TLS in S (on only for the ktls mode, so
 # that plain.test stays the server without TLS of the auto measurements)
 nfsd_tls() {
