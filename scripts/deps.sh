@@ -20,6 +20,8 @@ PKGS=(
 	debhelper lintian
 	# benchmarks (make bench): the user-space TLS tunnel, the chart
 	stunnel4 gnuplot-nox
+	# make bench BENCH_PROFILE=1: perf in both pairs' VMs
+	linux-perf
 	# the upstream reference peer VM (tests/peer): its kernel source, and
 	# what ktls-utils' tlshd needs to build
 	linux-source-6.12 autoconf automake libtool libglib2.0-dev

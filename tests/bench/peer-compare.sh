@@ -126,9 +126,80 @@ transfer() {
 	umount $M
 }
 
+# pair_cipher: the kernel's AES-GCM alone (crypto-loop: 64 MiB of 16 KiB
+# kTLS records over loopback TCP, both ends; tests/bench/crypto-loop.c),
+# the same program in both pairs' VMs: crypto.ktls.CIPHER, CPU ms per MiB
+pair_cipher() {
+	local c out
+	for c in AES-128-GCM AES-256-GCM; do
+		if out=$(crypto-loop ktls $c 64 2>&1); then
+			read -r _ _ _ _ out _ <<< "$out"
+			emit "crypto.ktls.$c" "$out"
+		else
+			na "crypto.ktls.$c" "failed: $out"
+		fi
+	done
+}
+
+# pair_profile: with PAIR_PROFILE=1 (BENCH_PROFILE=1: run.sh adds perf and
+# /etc/bench/cipher-symbols, the symbols of this kernel's crypto objects,
+# to the root file system), 64 MiB written and read back over tls under
+# perf record -a -F 500 (few samples: little overhead), untimed. Each
+# direction's busy CPU per MiB is split by the samples' symbols:
+# prof.DIR.cipher (the cipher and the crypto API: arch/x86/crypto, crypto,
+# lib/crypto), prof.DIR.copy (memory copies and clears), prof.DIR.rest
+# (everything else), in ms/MiB; prof.DIR.idle the idle share of all
+# samples (%); the top symbols of the rest and of the copies as notes.
+# By symbol, not call chain: 6.1's AES-GCM assembly uses %rbp, so frame-
+# pointer call chains through it are lost.
+pair_profile() {
+	local dir c0 c1 t=/tmp/pair-prof mib=64
+	command -v perf > /dev/null && [ -s /etc/bench/cipher-symbols ] ||
+		{ na prof.write.cipher "no perf or cipher symbols in the root file system"; return; }
+	mkdir -p $t
+	mnt xprtsec=tls || { na prof.write.cipher "mount failed"; return; }
+	for dir in write read; do
+		c0=$(cpu_ticks)
+		if [ $dir = write ]; then
+			perf record -q -a -F 500 -o $t/$dir.data -- \
+				dd if=/dev/zero of=$M/prof bs=1M count=$mib conv=fsync status=none
+		else
+			umount $M
+			echo 3 > /proc/sys/vm/drop_caches
+			mnt xprtsec=tls || { na prof.read.cipher "remount failed"; return; }
+			c0=$(cpu_ticks)
+			perf record -q -a -F 500 -o $t/$dir.data -- dd if=$M/prof of=/dev/null bs=1M status=none
+		fi
+		c1=$(cpu_ticks)
+		perf report -i $t/$dir.data --stdio --no-children --sort sym 2> /dev/null |
+			awk -v syms=/etc/bench/cipher-symbols -v cpu=$(( (c1 - c0) * 10 )) -v mib=$mib \
+			    -v p="BENCH $P.prof.$dir" -v top="$t/$dir.top" -v copies="$t/$dir.copies" '
+			BEGIN { while ((getline s < syms) > 0) cipher[s] = 1 }
+			/^#/ || NF < 3 || $2 != "[k]" && $2 != "[.]" { next }
+			{ pc = $1; sub("%", "", pc); s = $3
+			  if (s in cipher) k = "cipher"
+			  else if (s ~ /idle$|^default_idle|^poll_idle|^mwait_idle/) k = "idle"
+			  else if (s ~ /mem(cpy|move|set)|copy_user|rep_(movs|stos)|clear_user|copy_page|_copy_(to|from)_iter/) {
+				k = "copy"; if (m++ < 4) printf "%s %s%%, ", s, pc > copies }
+			  else { k = "rest"; if (n++ < 6) printf "%s %s%%, ", s, pc > top }
+			  share[k] += pc }
+			END { busy = share["cipher"] + share["copy"] + share["rest"]
+			      if (busy <= 0) exit 1
+			      for (k in share) if (k != "idle")
+				      printf "%s.%s %.1f\n", p, k, share[k] / busy * cpu / mib
+			      printf "%s.idle %.1f\n", p, share["idle"] }' ||
+			na prof.$dir.cipher "perf report gave no samples"
+		[ -s $t/$dir.top ] && info "prof.$dir.top" "$(sed 's/, $//' $t/$dir.top)"
+		[ -s $t/$dir.copies ] && info "prof.$dir.copies" "$(sed 's/, $//' $t/$dir.copies)"
+	done
+	rm -f $M/prof
+	umount $M
+	rm -rf $t
+}
+
 # pair_transfers: a first, untimed mount and 32 MiB each way (the first
 # write into a fresh server and client ran at a fifth of the later
-# rate), then none and tls
+# rate), then none and tls, the cipher alone, and the profile
 pair_transfers() {
 	if mnt xprtsec=none; then
 		dd if=/dev/zero of=$M/warm-up bs=1M count=32 conv=fsync status=none
@@ -139,6 +210,8 @@ pair_transfers() {
 	fi
 	transfer none xprtsec=none
 	transfer tls xprtsec=tls
+	pair_cipher
+	[ "${PAIR_PROFILE:-0}" = 0 ] || pair_profile
 }
 
 mkdir -p $M

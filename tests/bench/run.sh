@@ -22,6 +22,9 @@
 #   BENCH_NFS_MODES="none tls ktls stunnel"   the NFS part's modes
 #   BENCH_CIPHER=AES-128-GCM   the one TLS 1.3 cipher of every NFS TLS mode
 #                        (AES-256-GCM, CHACHA20-POLY1305)
+#   BENCH_PROFILE=1      the pairs also profile an untimed tls transfer
+#                        with perf: CPU per MiB in the cipher, copies and
+#                        the rest (needs linux-perf: make deps)
 #   BENCH_REPORT_ONLY=1  only redo the report from build/bench/console.log
 #   BENCH_KERNEL=FILE BENCH_KMOD=FILE  another bzImage, and the test module
 #                        built for it (put over the initramfs' copy)
@@ -116,6 +119,26 @@ if [ -z "${BENCH_REPORT_ONLY:-}" ]; then
 		echo "CLIENT=$1"
 		echo "PEER_MOUNT_REPS=${BENCH_PEER_MOUNT_REPS:-8}"
 		echo "PEER_MIB=${BENCH_PEER_MIB:-128}"
+		echo "PAIR_PROFILE=${BENCH_PROFILE:-0}"
+	}
+	# prof_cpio KBUILD OUT: (BENCH_PROFILE=1) an archive to put after a root
+	# file system: this machine's perf and its libraries, and
+	# /etc/bench/cipher-symbols, the names of the text symbols of the
+	# kernel's crypto objects in KBUILD (pair_profile of peer-compare.sh)
+	prof_cpio() {
+		local root=$fix/prof-root
+		rm -rf "$root"
+		mkdir -p "$root/etc/bench"
+		(
+			die() { echo "bench: $*" >&2; exit 1; }
+			. "$top/scripts/rootfs-lib.sh"
+			copy_prog perf
+		) || return 1
+		nm --defined-only "$1"/arch/x86/crypto/*.o "$1"/crypto/*.o "$1"/lib/crypto/*.o 2> /dev/null |
+			awk '$2 ~ /^[tT]$/ {print $3}' | sort -u > "$root/etc/bench/cipher-symbols"
+		[ -s "$root/etc/bench/cipher-symbols" ] || { echo "bench: no crypto objects in $1" >&2; return 1; }
+		(cd "$root" && find . -print0 | cpio --null -o -H newc -R 0:0 --quiet) > "$2"
+		rm -rf "$root"
 	}
 	plimit=$(( 300 + 40 * ${BENCH_PEER_MOUNT_REPS:-8} + 2 * ${BENCH_PEER_MIB:-128} ))
 	# compare_script CLIENT: peer-compare.sh with the settings for CLIENT
@@ -126,11 +149,22 @@ if [ -z "${BENCH_REPORT_ONLY:-}" ]; then
 		settings "$1"
 		cat "$top/tests/guest/peer-lib.sh" "$top/tests/bench/peer-compare.sh"
 	}
-	# ours CLIENT [--peer]: our guest runs peer-compare.sh for CLIENT
+	# ours CLIENT [--peer]: our guest runs peer-compare.sh for CLIENT (the
+	# pair with perf when BENCH_PROFILE=1)
 	ours() {
+		local obuild=$build va=("${vmargs[@]}")
 		compare_script "$1" > "$gen/peer-compare-$1.sh"
 		chmod +x "$gen/peer-compare-$1.sh"
-		TLSH_BUILD=$build nice -n 10 "$vmrun" ${2:+"$2"} "${vmargs[@]}" "$gen/peer-compare-$1.sh" 2>&1 |
+		if [ "$1" = tlsh-pair ] && [ "${BENCH_PROFILE:-0}" != 0 ]; then
+			obuild=$fix/prof-build
+			mkdir -p "$obuild"
+			prof_cpio "$B/kbuild" "$fix/prof-ours.cpio" &&
+				cat "$build/initramfs.cpio" "$fix/prof-ours.cpio" > "$obuild/initramfs.cpio" ||
+				obuild=$build
+			[ "$obuild" = "$build" ] || [ -n "${BENCH_KERNEL:-}" ] || [ -n "${BENCH_KMOD:-}" ] ||
+				va+=(--kernel "$B/kbuild/arch/x86/boot/bzImage")
+		fi
+		TLSH_BUILD=$obuild nice -n 10 "$vmrun" ${2:+"$2"} "${va[@]}" "$gen/peer-compare-$1.sh" 2>&1 |
 			tee -a "$out/console.log"
 		[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
 	}
@@ -142,7 +176,15 @@ if [ -z "${BENCH_REPORT_ONLY:-}" ]; then
 		mkdir -p "$croot/etc/peer"
 		compare_script "$1" > "$croot/etc/peer/client-run.sh"
 		chmod 755 "$croot/etc/peer/client-run.sh"
+		if [ "$1" = upstream-pair ]; then	# pair_cipher
+			mkdir -p "$croot/usr/bin"
+			cp "$B/bench/bin/crypto-loop" "$croot/usr/bin/"
+		fi
 		(cd "$croot" && find . -print0 | cpio --null -o -H newc -R 0:0 --quiet) > "$fix/$1.cpio"
+		if [ "$1" = upstream-pair ] && [ "${BENCH_PROFILE:-0}" != 0 ] &&
+		   prof_cpio "$B/peer/kbuild" "$fix/prof-peer.cpio"; then
+			cat "$fix/prof-peer.cpio" >> "$fix/$1.cpio"
+		fi
 		peer_client_run "$fix/$1.cpio" "$2" "$plimit" ${3:+"$3"}
 		crc=$?
 		tr -d '\r' < "$2" | grep -a "^BENCH\|^# \|TLSH-PEER-CLIENT-DONE" | tee -a "$out/console.log"
