@@ -4,14 +4,19 @@
  * times, what the kernel test consumer and tlsh-helper do together for one
  * handshake, but all in one user-space process: socket + connect, a GnuTLS
  * client handshake with certificate and name verification against CAFILE,
- * then close. The credentials are loaded once, before the first handshake
- * (as the resident agent has them loaded). Prints one line per handshake:
+ * then close. The credentials and the priorities are set up once, before
+ * the first handshake (as the resident agent has them); the priorities are
+ * the agent's defaults (handshake-helper/priorities.h, TLS 1.2 off as in
+ * its default configuration), so that both do the same handshake (key
+ * exchange group, cipher). Prints one line per handshake:
  *
  *   hs-floor HOST PORT NAME CAFILE REPS [PARALLEL]
- *   time_us=1234 status=ok version=TLS1.3 cipher=AES-256-GCM
+ *   time_us=1234 status=ok version=TLS1.3 cipher=AES-128-GCM group=X25519
  *
  * REPS 0: one handshake for each line read on standard input, so that a
  * script can interleave them with other measurements in a warm process.
+ * A line "fork" runs that handshake in a process forked for it (see
+ * forked_handshake()).
  *
  * With PARALLEL given, each repetition starts PARALLEL handshakes at once
  * (one thread each) and prints the time until the last one finished:
@@ -26,11 +31,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <gnutls/gnutls.h>
 
+#include "../../handshake-helper/priorities.h"
+
 static gnutls_certificate_credentials_t cred;
+static gnutls_priority_t prio;
 static struct addrinfo *ai;
 static const char *name;
 static pthread_barrier_t barrier;
@@ -56,7 +65,7 @@ static int handshake(char *desc, size_t desclen)
 		return -1;
 	}
 	gnutls_init(&s, GNUTLS_CLIENT);
-	gnutls_set_default_priority(s);
+	gnutls_priority_set(s, prio);
 	gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, cred);
 	gnutls_server_name_set(s, GNUTLS_NAME_DNS, name, strlen(name));
 	gnutls_session_set_verify_cert(s, name, 0);
@@ -67,12 +76,55 @@ static int handshake(char *desc, size_t desclen)
 	if (ret < 0)
 		snprintf(desc, desclen, "%s", gnutls_strerror(ret));
 	else
-		snprintf(desc, desclen, "ok version=%s cipher=%s",
+		snprintf(desc, desclen, "ok version=%s cipher=%s group=%s",
 			 gnutls_protocol_get_name(gnutls_protocol_get_version(s)),
-			 gnutls_cipher_get_name(gnutls_cipher_get(s)));
+			 gnutls_cipher_get_name(gnutls_cipher_get(s)),
+			 gnutls_group_get_name(gnutls_group_get(s)));
 	gnutls_deinit(s);
 	close(fd);
 	return ret < 0 ? -1 : 0;
+}
+
+/*
+ * A handshake in a process forked for it, as the agent serves each one
+ * (handshake-helper/worker.c). Timed as the agent's critical path is: from
+ * the fork to the child's report that its handshake is done; its exit and
+ * reaping are not.
+ */
+static int forked_handshake(char *desc, size_t desclen)
+{
+	int p[2], st;
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe(p) < 0) {
+		snprintf(desc, desclen, "pipe failed");
+		return -1;
+	}
+	pid = fork();
+	if (pid < 0) {
+		snprintf(desc, desclen, "fork failed");
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		char d[128];
+		int ret = handshake(d, sizeof(d));
+
+		if (write(p[1], d, strlen(d) + 1) < 0 || ret < 0)
+			_exit(1);
+		_exit(0);
+	}
+	close(p[1]);
+	n = read(p[0], desc, desclen - 1);
+	close(p[0]);
+	desc[n > 0 ? n : 0] = '\0';
+	if (n <= 0)
+		snprintf(desc, desclen, "no report from the forked process");
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+		return -1;
+	return 0;
 }
 
 static void *worker(void *arg)
@@ -87,7 +139,7 @@ static void *worker(void *arg)
 int main(int argc, char **argv)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM };
-	int reps, par = 1, batch = argc == 7, i, j, fails = 0;
+	int reps, par = 1, batch = argc == 7, i, j, fails = 0, forked = 0;
 
 	if (argc != 6 && argc != 7) {
 		fprintf(stderr, "usage: hs-floor HOST PORT NAME CAFILE REPS [PARALLEL]\n");
@@ -106,6 +158,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	gnutls_global_init();
+	if (gnutls_priority_init2(&prio, TLSH_DEFAULT_PRIORITIES ":-VERS-TLS1.2", NULL,
+				  GNUTLS_PRIORITY_INIT_DEF_APPEND) < 0) {
+		fprintf(stderr, "hs-floor: the agent's default priorities do not parse\n");
+		return 1;
+	}
 	gnutls_certificate_allocate_credentials(&cred);
 	if (gnutls_certificate_set_x509_trust_file(cred, argv[4], GNUTLS_X509_FMT_PEM) <= 0) {
 		fprintf(stderr, "hs-floor: no CA in %s\n", argv[4]);
@@ -117,11 +174,13 @@ int main(int argc, char **argv)
 
 			if (!fgets(line, sizeof(line), stdin))
 				break;
+			forked = !strncmp(line, "fork", 4);
 		}
 		if (!batch) {
 			char desc[128];
 			long long t0 = now_us();
-			int ret = handshake(desc, sizeof(desc));
+			int ret = forked ? forked_handshake(desc, sizeof(desc))
+					 : handshake(desc, sizeof(desc));
 
 			printf("time_us=%lld status=%s\n", now_us() - t0, desc);
 			fails += ret < 0;

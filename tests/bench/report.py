@@ -32,6 +32,7 @@ ROWS = [
     ("hs.resident", "resident agent (tlsh-helper -f)", "ms"),
     ("hs.floor", "floor: GnuTLS client in user space (hs-floor)", "ms"),
     ("hs.floor.first", "floor, the first handshake of its process", "ms"),
+    ("hs.floor.fork", "floor with a process forked per handshake, as the agent", "ms"),
     ("hs.gnutls-cli", "gnutls-cli process (exec included)", "ms"),
     ("hs.exec.tlsh-helper", "context: exec of tlsh-helper --version", "ms"),
     ("hs.exec.request-key", "context: exec of request-key (usage only)", "ms"),
@@ -228,6 +229,8 @@ TARGETS = [
 # ratios shown for context, no target
 CONTEXT = [
     ("resident agent / user-space floor", "hs.resident", "hs.floor"),
+    ("warm handshake / the floor with a process per handshake", "hs.warm", "hs.floor.fork"),
+    ("the floor: a process per handshake / one process", "hs.floor.fork", "hs.floor"),
     ("the agent's work (accepted -> done) / user-space floor", "hs.warm.agent", "hs.floor"),
     ("a fresh agent's first handshake (accepted -> done) / the floor's first", "hs.cold.agent", "hs.floor.first"),
     ("64 concurrent, agent / user-space floor", "scale.hs.64", "scale.floor.64"),

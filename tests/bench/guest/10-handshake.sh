@@ -45,6 +45,15 @@ coproc FLOOR { hs-floor server.test 4433 server.test $CA 0; }
 echo go >&"${FLOOR[1]}"; read -r t st sess <&"${FLOOR[0]}"
 info hs.floor.session "$sess"
 [ "$st" = status=ok ] && emit hs.floor.first "$(us_to_ms "${t#time_us=}")"
+# a second floor process whose handshakes each run in a process forked
+# for it ("fork" lines), as the agent serves them: what that isolation
+# costs (hs.floor.fork). Not the first process: a fork leaves the parent's
+# pages copy-on-write, and its next handshake would pay for that.
+mkfifo $BW/ff.in $BW/ff.out
+hs-floor server.test 4433 server.test $CA 0 < $BW/ff.in > $BW/ff.out &
+FFLOOR_PID=$!
+exec {ffw}> $BW/ff.in {ffr}< $BW/ff.out
+echo fork >&$ffw; read -r _ _ <&$ffr
 fails=0
 for i in $(seq "$BENCH_REPS"); do
 	# cold: no agent, no key; request-key spawns tlsh-helper
@@ -64,6 +73,8 @@ for i in $(seq "$BENCH_REPS"); do
 	# the floor: the same handshake from user space (timed inside hs-floor)
 	echo go >&"${FLOOR[1]}"; read -r t st _ <&"${FLOOR[0]}"
 	[ "$st" = status=ok ] && emit hs.floor "$(us_to_ms "${t#time_us=}")"
+	echo fork >&$ffw; read -r t st _ <&$ffr
+	[ "$st" = status=ok ] && emit hs.floor.fork "$(us_to_ms "${t#time_us=}")"
 	# gnutls-cli: the same as a process (exec, libraries, CA loading)
 	now; t0=$NOW
 	gnutls-cli --x509cafile $CA -p 4433 server.test < /dev/null > /dev/null 2>&1 &&
@@ -148,6 +159,7 @@ info hs.echo-check "${TT[0]}"
 kill $KEEP_PID; wait $KEEP_PID 2>/dev/null
 KEEP_PID=
 eval "exec ${FLOOR[1]}>&-"; wait $FLOOR_PID 2>/dev/null
+exec {ffw}>&- {ffr}<&-; wait $FFLOOR_PID 2>/dev/null
 
 # --- one namespace, N handshakes at once (warm agent) ------------------
 note "scaling: N handshakes at once in C1, $BENCH_SCALE_REPS repetitions"
