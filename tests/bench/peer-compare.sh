@@ -159,15 +159,16 @@ pair_profile() {
 	mkdir -p $t
 	mnt xprtsec=tls || { na prof.write.cipher "mount failed"; return; }
 	for dir in write read; do
+		if [ $dir = read ]; then
+			umount $M
+			echo 3 > /proc/sys/vm/drop_caches
+			mnt xprtsec=tls || { na prof.read.cipher "remount failed"; return; }
+		fi
 		c0=$(cpu_ticks)
 		if [ $dir = write ]; then
 			perf record -q -a -F 500 -o $t/$dir.data -- \
 				dd if=/dev/zero of=$M/prof bs=1M count=$mib conv=fsync status=none
 		else
-			umount $M
-			echo 3 > /proc/sys/vm/drop_caches
-			mnt xprtsec=tls || { na prof.read.cipher "remount failed"; return; }
-			c0=$(cpu_ticks)
 			perf record -q -a -F 500 -o $t/$dir.data -- dd if=$M/prof of=/dev/null bs=1M status=none
 		fi
 		c1=$(cpu_ticks)

@@ -92,12 +92,11 @@ if [ -z "${BENCH_REPORT_ONLY:-}" ]; then
 		sed 's/timeout=(\[0-9\]+)}/timeout=([0-9]+)[^0-9]}/' "$top/tests/vm.exp" > "$fix/tests/vm.exp"
 		vmrun=$fix/tests/vm-run
 	fi
-	vmargs=()
+	# the kernel always named: a fixture's build directory (TLSH_BUILD)
+	# has only an initramfs
+	vmargs=(--kernel "${BENCH_KERNEL:-$B/kbuild/arch/x86/boot/bzImage}")
 	build=$B
-	if [ -n "${BENCH_KERNEL:-}" ]; then
-		vmargs+=(--kernel "$BENCH_KERNEL")
-		echo "BENCHINFO host.kernel $BENCH_KERNEL" >> "$out/host.log"
-	fi
+	[ -z "${BENCH_KERNEL:-}" ] || echo "BENCHINFO host.kernel $BENCH_KERNEL" >> "$out/host.log"
 	if [ -n "${BENCH_KMOD:-}" ]; then
 		# a second archive after the base one: its files win
 		build=$fix/build
@@ -105,7 +104,6 @@ if [ -z "${BENCH_REPORT_ONLY:-}" ]; then
 		cp "$BENCH_KMOD" "$fix/kmod/lib/tlsh/tlsh_test.ko"
 		(cd "$fix/kmod" && find . -print0 | cpio --null -o -H newc -R 0:0 --quiet) > "$fix/kmod.cpio"
 		cat "$B/initramfs.cpio" "$fix/kmod.cpio" > "$build/initramfs.cpio"
-		[ -n "${BENCH_KERNEL:-}" ] || vmargs+=(--kernel "$B/kbuild/arch/x86/boot/bzImage")
 	fi
 	rc=0
 	: > "$out/console.log"
@@ -125,21 +123,19 @@ if [ -z "${BENCH_REPORT_ONLY:-}" ]; then
 	# file system: this machine's perf and its libraries, and
 	# /etc/bench/cipher-symbols, the names of the text symbols of the
 	# kernel's crypto objects in KBUILD (pair_profile of peer-compare.sh)
-	prof_cpio() {
-		local root=$fix/prof-root
+	prof_cpio() (
+		root=$fix/prof-root
+		die() { echo "bench: $*" >&2; rm -rf "$root"; exit 1; }
+		. "$top/scripts/rootfs-lib.sh"
 		rm -rf "$root"
 		mkdir -p "$root/etc/bench"
-		(
-			die() { echo "bench: $*" >&2; exit 1; }
-			. "$top/scripts/rootfs-lib.sh"
-			copy_prog perf
-		) || return 1
+		copy_prog perf
 		nm --defined-only "$1"/arch/x86/crypto/*.o "$1"/crypto/*.o "$1"/lib/crypto/*.o 2> /dev/null |
 			awk '$2 ~ /^[tT]$/ {print $3}' | sort -u > "$root/etc/bench/cipher-symbols"
-		[ -s "$root/etc/bench/cipher-symbols" ] || { echo "bench: no crypto objects in $1" >&2; return 1; }
-		(cd "$root" && find . -print0 | cpio --null -o -H newc -R 0:0 --quiet) > "$2"
+		[ -s "$root/etc/bench/cipher-symbols" ] || die "no crypto objects in $1"
+		rootfs_cpio "$2"
 		rm -rf "$root"
-	}
+	)
 	plimit=$(( 300 + 40 * ${BENCH_PEER_MOUNT_REPS:-8} + 2 * ${BENCH_PEER_MIB:-128} ))
 	# compare_script CLIENT: peer-compare.sh with the settings for CLIENT
 	compare_script() {
@@ -152,19 +148,16 @@ if [ -z "${BENCH_REPORT_ONLY:-}" ]; then
 	# ours CLIENT [--peer]: our guest runs peer-compare.sh for CLIENT (the
 	# pair with perf when BENCH_PROFILE=1)
 	ours() {
-		local obuild=$build va=("${vmargs[@]}")
+		local obuild=$build
 		compare_script "$1" > "$gen/peer-compare-$1.sh"
 		chmod +x "$gen/peer-compare-$1.sh"
-		if [ "$1" = tlsh-pair ] && [ "${BENCH_PROFILE:-0}" != 0 ]; then
+		if [ "$1" = tlsh-pair ] && [ "${BENCH_PROFILE:-0}" != 0 ] &&
+		   prof_cpio "$B/kbuild" "$fix/prof-ours.cpio"; then
 			obuild=$fix/prof-build
 			mkdir -p "$obuild"
-			prof_cpio "$B/kbuild" "$fix/prof-ours.cpio" &&
-				cat "$build/initramfs.cpio" "$fix/prof-ours.cpio" > "$obuild/initramfs.cpio" ||
-				obuild=$build
-			[ "$obuild" = "$build" ] || [ -n "${BENCH_KERNEL:-}" ] || [ -n "${BENCH_KMOD:-}" ] ||
-				va+=(--kernel "$B/kbuild/arch/x86/boot/bzImage")
+			cat "$build/initramfs.cpio" "$fix/prof-ours.cpio" > "$obuild/initramfs.cpio"
 		fi
-		TLSH_BUILD=$obuild nice -n 10 "$vmrun" ${2:+"$2"} "${va[@]}" "$gen/peer-compare-$1.sh" 2>&1 |
+		TLSH_BUILD=$obuild nice -n 10 "$vmrun" ${2:+"$2"} "${vmargs[@]}" "$gen/peer-compare-$1.sh" 2>&1 |
 			tee -a "$out/console.log"
 		[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
 	}

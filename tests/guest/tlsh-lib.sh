@@ -9,7 +9,8 @@ server-private-key = $CERTS/knfsd-key.pem"
 
 # one_cipher_priorities CIPHER: a "priorities =" line of the agent's
 # configuration: its default priorities (TLSH_DEFAULT_PRIORITIES in
-# handshake-helper/config.h) with CIPHER (GnuTLS's name) the only cipher.
+# handshake-helper/priorities.h; keep the two alike) with CIPHER (GnuTLS's
+# name) the only cipher.
 # The bench gives its comparisons one cipher on both sides with it.
 one_cipher_priorities() {
 	echo "priorities = -COMP-ALL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+$1:-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA:+DHE-RSA:-GROUP-ALL:+GROUP-X25519:+GROUP-SECP256R1:+GROUP-SECP384R1:+GROUP-X448:+GROUP-SECP521R1:+GROUP-FFDHE2048:+GROUP-FFDHE3072:+GROUP-FFDHE4096:%NO_TICKETS"
