@@ -4,6 +4,7 @@
 # "N passed, N failed, N skipped". Exit status 0 only if nothing failed.
 #
 #   tests/check.sh [--host-only] [--guest-only] [CASE...]
+#   (CASE: a file, or a name in tests/cases such as 100-peer-basic.sh)
 #
 # The guest suite runs with the upstream reference peer VM (tests/peer,
 # "make peer"; vm-run --peer) unless TLSH_PEER=0; when the peer does not
@@ -20,7 +21,13 @@ for a in "$@"; do
 	case "$a" in
 	--host-only) guest=0 ;;
 	--guest-only) host=0 ;;
-	*) cases+=("$a") ;;
+	*)
+		# a case by its path or by its name in tests/cases
+		if [ ! -f "$a" ] && [ -f "$top/tests/cases/$a" ]; then
+			a=$top/tests/cases/$a
+		fi
+		[ -f "$a" ] || { echo "check.sh: $a: no such case (tests/cases/ has them)" >&2; exit 64; }
+		cases+=("$a") ;;
 	esac
 done
 

@@ -24,7 +24,7 @@ mkdir -p "$root/export"
 PROGS=(
 	bash mount umount mount.nfs mount.nfs4 umount.nfs umount.nfs4
 	exportfs rpc.nfsd rpc.mountd rpc.statd rpcbind rpcinfo nfsstat showmount
-	ip ss tcpdump keyctl sha256sum pkill pgrep setsid
+	ip ss tcpdump keyctl sha256sum pkill pgrep setsid grep
 )
 for p in "${PROGS[@]}"; do
 	copy_prog "$p"
