@@ -149,7 +149,8 @@ pair_cipher() {
 # prof.DIR.cipher (the cipher and the crypto API: arch/x86/crypto, crypto,
 # lib/crypto), prof.DIR.copy (memory copies and clears), prof.DIR.rest
 # (everything else), in ms/MiB; prof.DIR.idle the idle share of all
-# samples (%); the top symbols of the rest and of the copies as notes.
+# samples (%); the top symbols of the rest, the copies and the cipher as
+# notes.
 # By symbol, not call chain: 6.1's AES-GCM assembly uses %rbp, so frame-
 # pointer call chains through it are lost.
 pair_profile() {
@@ -174,11 +175,12 @@ pair_profile() {
 		c1=$(cpu_ticks)
 		perf report -i $t/$dir.data --stdio --no-children --sort sym 2> /dev/null |
 			awk -v syms=/etc/bench/cipher-symbols -v cpu=$(( (c1 - c0) * 10 )) -v mib=$mib \
-			    -v p="BENCH $P.prof.$dir" -v top="$t/$dir.top" -v copies="$t/$dir.copies" '
+			    -v p="BENCH $P.prof.$dir" -v top="$t/$dir.top" -v copies="$t/$dir.copies" \
+			    -v ciphers="$t/$dir.ciphers" '
 			BEGIN { while ((getline s < syms) > 0) cipher[s] = 1 }
 			/^#/ || NF < 3 || $2 != "[k]" && $2 != "[.]" { next }
 			{ pc = $1; sub("%", "", pc); s = $3
-			  if (s in cipher) k = "cipher"
+			  if (s in cipher) { k = "cipher"; if (c++ < 6) printf "%s %s%%, ", s, pc > ciphers }
 			  else if (s ~ /idle$|^default_idle|^poll_idle|^mwait_idle/) k = "idle"
 			  else if (s ~ /mem(cpy|move|set)|copy_user|rep_(movs|stos)|clear_user|copy_page|_copy_(to|from)_iter/) {
 				k = "copy"; if (m++ < 4) printf "%s %s%%, ", s, pc > copies }
@@ -192,6 +194,7 @@ pair_profile() {
 			na prof.$dir.cipher "perf report gave no samples"
 		[ -s $t/$dir.top ] && info "prof.$dir.top" "$(sed 's/, $//' $t/$dir.top)"
 		[ -s $t/$dir.copies ] && info "prof.$dir.copies" "$(sed 's/, $//' $t/$dir.copies)"
+		[ -s $t/$dir.ciphers ] && info "prof.$dir.ciphers" "$(sed 's/, $//' $t/$dir.ciphers)"
 	done
 	rm -f $M/prof
 	umount $M
