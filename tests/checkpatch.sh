@@ -15,7 +15,9 @@ ignore=$top/patches/checkpatch-ignore
 rc=0
 while read -r p _; do
 	case "$p" in ''|'#'*) continue ;; esac
-	types=$(awk -v p="$p" '$1 == p {print $2}' "$ignore" 2>/dev/null | paste -sd, -)
+	# matched by the name after the number: moving a patch keeps its list
+	types=$(awk -v p="${p#[0-9][0-9][0-9][0-9]-}" '{ n = $1; sub(/^[0-9]+-/, "", n) } n == p {print $2}' \
+		"$ignore" 2>/dev/null | paste -sd, -)
 	out=$(cd "$B/linux-source-6.1" && perl scripts/checkpatch.pl --strict --terse --show-types \
 		${types:+--ignore "$types"} "$top/patches/$p" 2>&1)
 	if echo "$out" | grep -qE '(ERROR|WARNING|CHECK):'; then

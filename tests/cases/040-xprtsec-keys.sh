@@ -115,25 +115,40 @@ capture_stop
 check "capture: TLS application data records on the wire" [ "$(tls_records $TLSH_ARTIFACTS/mtls.pcap)" -gt 20 ]
 check "the helper logged a handshake with a client certificate" lgrep mtls "]: handshake with .* done: .*, client certificate$"
 
-# nfs_client matching: the same server with other key serials (here: the
-# same certificate, added again) is another nfs_client, with its own
-# connection; the same serials share one. To knfsd the two are two
-# clients, each with its own owner string (the policy and the serials are
-# part of it): the second one's EXCHANGE_ID must not discard the first
-# one's state, such as a lock held through the first mount
+# nfs_client matching and the client owner: an mtls client is named by
+# its certificate (the first 8 bytes of a SHA-256 of the key's payload),
+# not by the serials, which are new each time the keys are added (after
+# every reboot). The same certificate added again is the same client,
+# with the same owner, so a server recognizes a rebooted client; another
+# certificate is another nfs_client, with its own connection and owner:
+# its EXCHANGE_ID must not discard the first one's state, such as a lock
+# held through the first mount
 conns() { ss -Htn state established "( dport = :2049 )" dst $TLSH_PLAIN_ADDR | wc -l; }
+# id_of FILE: the identity of a certificate key added from FILE
+id_of() { sha256sum < "$1" | cut -c1-16; }
+cid=$(id_of $CERTS/client.pem)
 c0=$(conns)
 c3=$(padd tlsh:cert3 $CERTS/client.pem)
 k3=$(padd tlsh:key3 $CERTS/client-key.pem)
+check "knfsd sees the mtls client's owner named by its certificate's digest" \
+	nfsd_owners_are " xprtsec=mtls/$cid\""
+kmark again
+check "the same certificate under other serials (as after a reboot): mounted" \
+	nfs_mount $MTO,xprtsec=mtls,cert_serial=$c3,privkey_serial=$k3 $P /mnt/k2
+check "... the same client: no second connection to knfsd" [ "$(conns)" = "$c0" ]
+check "... and one owner for both" nfsd_owners_are " xprtsec=mtls/$cid\""
+umount /mnt/k2
+c2=$(padd tlsh:cert2 $CERTS/client2.pem)
+k2=$(padd tlsh:key2 $CERTS/client2-key.pem)
 echo lock > $M/lockme
 exec 8>> $M/lockme
 flock -x 8
 kmark second
-check "a second mtls mount with other key serials: accepted" \
-	nfs_mount $MTO,xprtsec=mtls,cert_serial=$c3,privkey_serial=$k3 $P /mnt/k2
+check "a second mtls mount with another certificate: accepted" \
+	nfs_mount $MTO,xprtsec=mtls,cert_serial=$c2,privkey_serial=$k2 $P /mnt/k2
 check "... it is a separate client: a second connection to knfsd" [ "$(conns)" = $((c0 + 1)) ]
-check "... knfsd sees two clients, each owner named by its policy and serials" \
-	nfsd_owners_are " xprtsec=mtls/$cert/$key\"" " xprtsec=mtls/$c3/$k3\""
+check "... knfsd sees two clients, each owner named by its certificate" \
+	nfsd_owners_are " xprtsec=mtls/$cid\"" " xprtsec=mtls/$(id_of $CERTS/client2.pem)\""
 check "... the first mount's lock survived the second mount" locked_elsewhere /mnt/k2/lockme
 exec 8>&-
 check "a third mount with the first serials: accepted" \
@@ -167,6 +182,8 @@ kmark psk
 check "xprtsec=psk mount: accepted" nfs_mount $PKO,xprtsec=psk,psk_serial=$psk $P $M
 check "/proc/mounts shows xprtsec=psk,psk_serial=" grep -q " $M nfs4 .*xprtsec=psk,psk_serial=$psk" /proc/mounts
 check "mountstats: policy=psk, encrypted" policy_is $M psk
+check "knfsd sees the owner named by the PSK identity's digest, not the secret's" \
+	nfsd_owners_are " xprtsec=psk/$(printf %s "$(cat $CERTS/psk.id)" | sha256sum | cut -c1-16)\""
 check "read the 16 MiB back over PSK: same data" cmp -s /tmp/r16 $M/r16
 umount $M
 check "knfsd's agent logged the PSK identity" \

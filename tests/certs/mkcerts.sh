@@ -68,6 +68,7 @@ FILES=(ca.pem ca-key.pem other-ca.pem other-ca-key.pem
 	server-wrongname.pem server-wrongname-key.pem
 	server-untrusted.pem server-untrusted-key.pem
 	client.pem client-key.pem client-other.pem client-other-key.pem
+	client2.pem client2-key.pem
 	ref.pem ref-key.pem ref-untrusted.pem ref-untrusted-key.pem knfsd.pem knfsd-key.pem
 	psk.txt psk.id psk.key server-chain100.pem server-chain100-key.pem)
 
@@ -144,6 +145,8 @@ leaf knfsd ca 'cn = "plain.test"' 'organization = "tlsh tests"' \
 	"${VALID[@]}"
 leaf ref-untrusted other-ca "${REF[@]}" "${VALID[@]}"
 leaf client ca 'cn = "tlsh-client"' 'organization = "tlsh tests"' \
+	'tls_www_client' 'signing_key' "${VALID[@]}"
+leaf client2 ca 'cn = "tlsh-client-2"' 'organization = "tlsh tests"' \
 	'tls_www_client' 'signing_key' "${VALID[@]}"
 leaf client-other other-ca 'cn = "tlsh-client-other"' \
 	'organization = "tlsh tests"' 'tls_www_client' 'signing_key' \
