@@ -138,14 +138,14 @@ check "the same certificate under other serials (as after a reboot): mounted" \
 check "... the same client: no second connection to knfsd" [ "$(conns)" = "$c0" ]
 check "... and one owner for both" nfsd_owners_are " xprtsec=mtls/$cid\""
 umount /mnt/k2
-c2=$(padd tlsh:cert2 $CERTS/client2.pem)
-k2=$(padd tlsh:key2 $CERTS/client2-key.pem)
+cert2=$(padd tlsh:client2-cert $CERTS/client2.pem)
+key2=$(padd tlsh:client2-key $CERTS/client2-key.pem)
 echo lock > $M/lockme
 exec 8>> $M/lockme
 flock -x 8
 kmark second
 check "a second mtls mount with another certificate: accepted" \
-	nfs_mount $MTO,xprtsec=mtls,cert_serial=$c2,privkey_serial=$k2 $P /mnt/k2
+	nfs_mount $MTO,xprtsec=mtls,cert_serial=$cert2,privkey_serial=$key2 $P /mnt/k2
 check "... it is a separate client: a second connection to knfsd" [ "$(conns)" = $((c0 + 1)) ]
 check "... knfsd sees two clients, each owner named by its certificate" \
 	nfsd_owners_are " xprtsec=mtls/$cid\"" " xprtsec=mtls/$(id_of $CERTS/client2.pem)\""
