@@ -175,16 +175,19 @@ pair_profile() {
 		c1=$(cpu_ticks)
 		perf report -i $t/$dir.data --stdio --no-children --sort sym 2> /dev/null |
 			awk -v syms=/etc/bench/cipher-symbols -v cpu=$(( (c1 - c0) * 10 )) -v mib=$mib \
-			    -v p="BENCH $P.prof.$dir" -v top="$t/$dir.top" -v copies="$t/$dir.copies" \
-			    -v ciphers="$t/$dir.ciphers" '
-			BEGIN { while ((getline s < syms) > 0) cipher[s] = 1 }
+			    -v p="BENCH $P.prof.$dir" -v notes="$t/$dir" '
+			BEGIN { while ((getline s < syms) > 0) cipher[s] = 1
+				# the top symbols of each kind: notes.NAME
+				name["rest"] = "top"; most["rest"] = 6
+				name["copy"] = "copies"; most["copy"] = 4
+				name["cipher"] = "ciphers"; most["cipher"] = 6 }
 			/^#/ || NF < 3 || $2 != "[k]" && $2 != "[.]" { next }
 			{ pc = $1; sub("%", "", pc); s = $3
-			  if (s in cipher) { k = "cipher"; if (c++ < 6) printf "%s %s%%, ", s, pc > ciphers }
+			  if (s in cipher) k = "cipher"
 			  else if (s ~ /idle$|^default_idle|^poll_idle|^mwait_idle/) k = "idle"
-			  else if (s ~ /mem(cpy|move|set)|copy_user|rep_(movs|stos)|clear_user|copy_page|_copy_(to|from)_iter/) {
-				k = "copy"; if (m++ < 4) printf "%s %s%%, ", s, pc > copies }
-			  else { k = "rest"; if (n++ < 6) printf "%s %s%%, ", s, pc > top }
+			  else if (s ~ /mem(cpy|move|set)|copy_user|rep_(movs|stos)|clear_user|copy_page|_copy_(to|from)_iter/) k = "copy"
+			  else k = "rest"
+			  if ((k in name) && listed[k]++ < most[k]) printf "%s %s%%, ", s, pc > (notes "." name[k])
 			  share[k] += pc }
 			END { busy = share["cipher"] + share["copy"] + share["rest"]
 			      if (busy <= 0) exit 1
@@ -192,9 +195,9 @@ pair_profile() {
 				      printf "%s.%s %.1f\n", p, k, share[k] / busy * cpu / mib
 			      printf "%s.idle %.1f\n", p, share["idle"] }' ||
 			na prof.$dir.cipher "perf report gave no samples"
-		[ -s $t/$dir.top ] && info "prof.$dir.top" "$(sed 's/, $//' $t/$dir.top)"
-		[ -s $t/$dir.copies ] && info "prof.$dir.copies" "$(sed 's/, $//' $t/$dir.copies)"
-		[ -s $t/$dir.ciphers ] && info "prof.$dir.ciphers" "$(sed 's/, $//' $t/$dir.ciphers)"
+		for n in top copies ciphers; do
+			[ -s $t/$dir.$n ] && info "prof.$dir.$n" "$(sed 's/, $//' $t/$dir.$n)"
+		done
 	done
 	rm -f $M/prof
 	umount $M

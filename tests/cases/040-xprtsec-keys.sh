@@ -124,9 +124,10 @@ check "the helper logged a handshake with a client certificate" lgrep mtls "]: h
 # its EXCHANGE_ID must not discard the first one's state, such as a lock
 # held through the first mount
 conns() { ss -Htn state established "( dport = :2049 )" dst $TLSH_PLAIN_ADDR | wc -l; }
-# id_of FILE: the identity of a certificate key added from FILE
-id_of() { sha256sum < "$1" | cut -c1-16; }
-cid=$(id_of $CERTS/client.pem)
+# id_of: the identity the kernel names for a key payload (certificate)
+# or PSK identity on stdin: 16 hex digits of its SHA-256
+id_of() { sha256sum | cut -c1-16; }
+cid=$(id_of < $CERTS/client.pem)
 c0=$(conns)
 c3=$(padd tlsh:cert3 $CERTS/client.pem)
 k3=$(padd tlsh:key3 $CERTS/client-key.pem)
@@ -148,7 +149,7 @@ check "a second mtls mount with another certificate: accepted" \
 	nfs_mount $MTO,xprtsec=mtls,cert_serial=$cert2,privkey_serial=$key2 $P /mnt/k2
 check "... it is a separate client: a second connection to knfsd" [ "$(conns)" = $((c0 + 1)) ]
 check "... knfsd sees two clients, each owner named by its certificate" \
-	nfsd_owners_are " xprtsec=mtls/$cid\"" " xprtsec=mtls/$(id_of $CERTS/client2.pem)\""
+	nfsd_owners_are " xprtsec=mtls/$cid\"" " xprtsec=mtls/$(id_of < $CERTS/client2.pem)\""
 check "... the first mount's lock survived the second mount" locked_elsewhere /mnt/k2/lockme
 exec 8>&-
 check "a third mount with the first serials: accepted" \
@@ -183,7 +184,7 @@ check "xprtsec=psk mount: accepted" nfs_mount $PKO,xprtsec=psk,psk_serial=$psk $
 check "/proc/mounts shows xprtsec=psk,psk_serial=" grep -q " $M nfs4 .*xprtsec=psk,psk_serial=$psk" /proc/mounts
 check "mountstats: policy=psk, encrypted" policy_is $M psk
 check "knfsd sees the owner named by the PSK identity's digest, not the secret's" \
-	nfsd_owners_are " xprtsec=psk/$(printf %s "$(cat $CERTS/psk.id)" | sha256sum | cut -c1-16)\""
+	nfsd_owners_are " xprtsec=psk/$(printf %s "$(cat $CERTS/psk.id)" | id_of)\""
 check "read the 16 MiB back over PSK: same data" cmp -s /tmp/r16 $M/r16
 umount $M
 check "knfsd's agent logged the PSK identity" \
