@@ -1,0 +1,135 @@
+#!/bin/bash
+# pNFS over RPC-with-TLS. knfsd's flexfiles layouts name knfsd itself
+# as an NFSv3 data server and forbid I/O through the metadata server, so
+# an xprtsec=mtls mount of a "pnfs" export writes file data over a
+# second connection, made by a data server client of its own: that
+# connection must be TLS with the mount's keys as well, and a remount
+# that replaces the keys (the old ones revoked) must give them to the
+# data server client too, or the mount's writes stall on handshakes that
+# keep failing.
+# tlsh-vm: timeout=600
+. /tlsh/guest/lib.sh
+. /tlsh/guest/tlsh-lib.sh
+. /tlsh/guest/nfs-lib.sh
+
+nfs_policy_ready "pNFS over mTLS" || exit 0
+
+P=$TLSH_PLAIN_NAME
+M=/mnt/k
+cleanup() {
+	knfsd_cleanup
+	export_policy ""
+	rm -f $TLSH_EXPORT_DIR/pnfs-a $TLSH_EXPORT_DIR/pnfs-b
+}
+trap cleanup EXIT
+knfsd_tls_setup "$KNFSD_MTLS_CONF"
+# the client's layout and data server events, printed when a check fails
+for e in pnfs_update_layout nfs4_layoutget nfs4_getdeviceinfo nfs4_pnfs_write \
+	nfs4_pnfs_commit_ds ff_layout_write_error ff_layout_commit_error; do
+	echo 1 > $TRACE/events/nfs4/$e/enable
+done
+kmark pnfs-start
+keyctl new_session > /dev/null
+
+# ds_writes: NFSv3 WRITE calls knfsd has served (the data server's
+# writes: the mount itself is NFSv4.2)
+ds_writes() {
+	nfsd_sh S "cat /proc/net/rpc/nfsd" | awk '$1 == "proc3" { print $10 }'
+}
+# reconnect_all: every transport to knfsd (the metadata server's and the
+# data server's) drops its connection and reconnects; prints how many
+reconnect_all() {
+	local f n=0
+	for f in /sys/kernel/sunrpc/xprt-switches/*/xprt-*/dstaddr; do
+		[ "$(cat "$f" 2>/dev/null)" = "$TLSH_PLAIN_ADDR" ] || continue
+		echo "$TLSH_PLAIN_ADDR" > "$f" && n=$((n + 1))
+	done
+	echo $n
+}
+# layout_of MOUNTPOINT: the pNFS layout driver mountstats names for it
+layout_of() {
+	awk -v m="$1" '$1 == "device" { cur = ($5 == m) }
+		cur { if (match($0, /pnfs=[A-Z_]+/)) print substr($0, RSTART + 5, RLENGTH - 5) }' \
+		/proc/self/mountstats
+}
+# no_revoked_key MARK: since MARK, no handshake failed on a revoked key
+# and no agent was refused one
+no_revoked_key() {
+	! dmesg_since "$1" | grep -q "key revoked" &&
+		! log_since "$1" | grep -q "cannot read key"
+}
+# no_plaintext MARK: knfsd refused no request on a connection without
+# TLS since MARK (the export requires mtls)
+no_plaintext() {
+	! dmesg_since "$1" | grep -q "a connection without TLS may not use export"
+}
+# write_file NAME: 4 MiB of /tmp/pnfs-data to $M/NAME, flushed, within
+# bounded time (a stalled write is killed)
+write_file() {
+	timeout -s KILL $((120 * TLSH_SLOWDOWN)) \
+		dd if=/tmp/pnfs-data of=$M/$1 bs=1M conv=fsync status=none
+}
+
+check "knfsd has flexfiles layouts (CONFIG_NFSD_FLEXFILELAYOUT)" \
+	grep -q " nfsd4_ff_proc_layoutget" /proc/kallsyms
+check "knfsd serves TLS" [ "$(nfsd_tls 1)" = 1 ]
+EXPORT_BASE="$EXPORT_BASE,pnfs" export_policy mtls
+check "the export offers pNFS layouts (exportfs -v)" exported_with "pnfs"
+check "... to authenticated clients only" exported_with "xprtsec=mtls"
+cert=$(padd tlsh:pnfs-cert $CERTS/client.pem)
+key=$(padd tlsh:pnfs-key $CERTS/client-key.pem)
+dd if=/dev/urandom of=/tmp/pnfs-data bs=1M count=4 status=none
+
+h0=$(peer_keys)
+check "xprtsec=mtls mount of the pNFS export" \
+	nfs_mount vers=4.2,xprtsec=mtls,cert_serial=$cert,privkey_serial=$key $P $M
+check "... it uses flexfiles layouts (mountstats)" [ "$(layout_of $M)" = LAYOUT_FLEX_FILES ]
+w0=$(ds_writes)
+check "4 MiB written" write_file pnfs-a
+check "... and on the server" [ "$(stat -c %s $TLSH_EXPORT_DIR/pnfs-a)" = 4194304 ]
+w1=$(ds_writes)
+check "... through the data server (NFSv3 WRITEs: $w0 -> $w1)" [ "$w1" -gt "$w0" ]
+h1=$(peer_keys)
+check "... whose connection is TLS with the client certificate too ($h0 -> $h1 handshakes)" \
+	[ "$h1" -ge $((h0 + 2)) ]
+
+# the same certificate and key under new serials, the old ones revoked:
+# what an administrator does when a key is compromised
+c2=$(padd tlsh:pnfs-cert2 $CERTS/client.pem)
+k2=$(padd tlsh:pnfs-key2 $CERTS/client-key.pem)
+kmark pnfs-remount
+check "remount with new serials: accepted" \
+	timeout 60 mount -o remount,cert_serial=$c2,privkey_serial=$k2 $M
+check "the old serials revoked" sh -c "keyctl revoke $cert && keyctl revoke $key"
+n=$(reconnect_all)
+check "the metadata and data server connections told to reconnect ($n)" [ "$n" -ge 2 ]
+written=0
+write_file pnfs-b && written=1
+check "4 MiB more written after the keys were replaced" [ $written = 1 ]
+check "... and on the server" [ "$(stat -c %s $TLSH_EXPORT_DIR/pnfs-b)" = 4194304 ]
+w2=$(ds_writes)
+check "... through the data server (NFSv3 WRITEs: $w1 -> $w2)" [ "$w2" -gt "$w1" ]
+h2=$(peer_keys)
+check "... both connections authenticated again ($h1 -> $h2 handshakes)" \
+	[ "$h2" -ge $((h1 + 2)) ]
+check "... no handshake tried a revoked key" no_revoked_key pnfs-remount
+# a write that stalled leaves dirty pages that no sync would flush
+if [ $written = 1 ]; then
+	sync
+	echo 3 > /proc/sys/vm/drop_caches
+	check "both files read back the same" \
+		sh -c "cmp -s /tmp/pnfs-data $M/pnfs-a && cmp -s /tmp/pnfs-data $M/pnfs-b"
+else
+	not_ok "both files read back the same (not tried: the write stalled)"
+	umount -f -l $M
+fi
+timeout 60 umount $M 2>/dev/null || umount -f -l $M 2>/dev/null
+check "knfsd refused no request on a connection without TLS" no_plaintext pnfs-start
+
+if [ "${TLSH_FAILED:-0}" != 0 ]; then
+	echo "# --- kernel and helper log, layout and data server events"
+	dmesg_since pnfs-start | tail -20 | sed 's/^/# /'
+	grep " pnfs_\| nfs4_\| ff_layout" $TRACE/trace | tail -20 | cut -c 1-200 | sed 's/^/# /'
+	grep tlsh-helper /var/log/messages | tail -20 | sed 's/^/# /'
+fi
+finish
