@@ -92,6 +92,8 @@ check "... through the data server (NFSv3 WRITEs: $w0 -> $w1)" [ "$w1" -gt "$w0"
 h1=$(peer_keys)
 check "... whose connection is TLS with the client certificate too ($h0 -> $h1 handshakes)" \
 	[ "$h1" -ge $((h0 + 2)) ]
+check "... and authenticates the data server by the address its layout gives" \
+	lgrep pnfs-start "handshake with $TLSH_PLAIN_ADDR:2049 ($TLSH_PLAIN_ADDR) done"
 
 # the same certificate and key under new serials, the old ones revoked:
 # what an administrator does when a key is compromised
