@@ -106,7 +106,6 @@ check "xprtsec=mtls mount with the client certificate: accepted" \
 	nfs_mount $MTO,xprtsec=mtls,cert_serial=$cert,privkey_serial=$key $P $M
 check "/proc/mounts shows xprtsec=mtls and the serials" \
 	grep -q " $M nfs4 .*xprtsec=mtls,cert_serial=$cert,privkey_serial=$key" /proc/mounts
-policy_is() { xprtsec_of "$1" | grep -q "^policy=$2," && encrypted "$1" 1; }
 check "mountstats: policy=mtls, connected and encrypted" policy_is $M mtls
 check "write 16 MiB" cp /tmp/r16 $M/r16
 sync

@@ -65,6 +65,9 @@ encrypted() {
 	echo "# $1: $s"
 	return 1
 }
+# policy_is MOUNTPOINT POLICY: mountstats shows POLICY for the mount, its
+# one transport connected and encrypted
+policy_is() { xprtsec_of "$1" | grep -q "^policy=$2," && encrypted "$1" 1; }
 
 # plaintext MOUNTPOINT: connected, none encrypted
 plaintext() {
