@@ -38,23 +38,9 @@ keyctl new_session >/dev/null
 # fails_with MARK MESSAGE OPTIONS: the mount of plain.test fails, in
 # bounded time, the kernel says MESSAGE, nothing is mounted
 fails_with() { mount_fails $P "$@"; }
-# no_plain_requests: knfsd refused no request for the export on a
-# connection without TLS since the case began (any plaintext request
-# would be refused: the export requires mtls)
-no_plain_requests() {
-	! dmesg_since start | grep -q "a connection without TLS may not use export"
-}
-# reconnect: the client's transports to knfsd drop their connections and
-# reconnect (writing a transport's own address to its dstaddr in
-# /sys/kernel/sunrpc forces a disconnect); false when there is none
-reconnect() {
-	local f n=0
-	for f in /sys/kernel/sunrpc/xprt-switches/*/xprt-*/dstaddr; do
-		[ "$(cat "$f" 2>/dev/null)" = "$TLSH_PLAIN_ADDR" ] || continue
-		echo "$TLSH_PLAIN_ADDR" > "$f" && n=$((n + 1))
-	done
-	[ $n -ge 1 ]
-}
+# reconnect: the client's transports to knfsd reconnect; false when
+# there is none
+reconnect() { [ "$(reconnect_knfsd)" -ge 1 ]; }
 
 cert=$(padd tlsh:cert $CERTS/client.pem)
 key=$(padd tlsh:key $CERTS/client-key.pem)
@@ -123,9 +109,6 @@ check "the helper logged a handshake with a client certificate" lgrep mtls "]: h
 # its EXCHANGE_ID must not discard the first one's state, such as a lock
 # held through the first mount
 conns() { ss -Htn state established "( dport = :2049 )" dst $TLSH_PLAIN_ADDR | wc -l; }
-# id_of: the identity the kernel names for a key payload (certificate)
-# or PSK identity on stdin: 16 hex digits of its SHA-256
-id_of() { sha256sum | cut -c1-16; }
 cid=$(id_of < $CERTS/client.pem)
 c0=$(conns)
 c3=$(padd tlsh:cert3 $CERTS/client.pem)
@@ -175,7 +158,7 @@ check "... knfsd's agent says why" \
 check "a certificate with another's private key: rejected" \
 	fails_with mismatch "TLS handshake with plain.test .* failed: rejected" $MTO,xprtsec=mtls,cert_serial=$cert,privkey_serial=$okey
 check "... the helper says why" lgrep mismatch "handshake with .* failed: .*\(mismatch\|match\)"
-check "knfsd saw no request in plaintext" no_plain_requests
+check "knfsd saw no request in plaintext" no_plain_requests start
 
 # --- PSK ----------------------------------------------------------------
 kmark psk
@@ -221,7 +204,7 @@ el=$(( $(date +%s) - start ))
 check "... within 120 s (took ${el} s)" [ $el -lt 120 ]
 check "... the kernel says the key was revoked" kgrep revoked "TLS handshake with plain.test .* failed: key revoked"
 check "... the helper names the key" lgrep revoked "cannot read key $c2: Key has been revoked"
-check "... knfsd saw no request in plaintext" no_plain_requests
+check "... knfsd saw no request in plaintext" no_plain_requests start
 kmark remount
 check_fail "remount naming a key the user cannot use (revoked): refused" \
 	timeout 60 mount -o remount,cert_serial=$c2,privkey_serial=$okey $M

@@ -36,16 +36,6 @@ keyctl new_session > /dev/null
 ds_writes() {
 	nfsd_sh S "cat /proc/net/rpc/nfsd" | awk '$1 == "proc3" { print $10 }'
 }
-# reconnect_all: every transport to knfsd (the metadata server's and the
-# data server's) drops its connection and reconnects; prints how many
-reconnect_all() {
-	local f n=0
-	for f in /sys/kernel/sunrpc/xprt-switches/*/xprt-*/dstaddr; do
-		[ "$(cat "$f" 2>/dev/null)" = "$TLSH_PLAIN_ADDR" ] || continue
-		echo "$TLSH_PLAIN_ADDR" > "$f" && n=$((n + 1))
-	done
-	echo $n
-}
 # layout_of MOUNTPOINT: the pNFS layout driver mountstats names for it
 layout_of() {
 	awk -v m="$1" '$1 == "device" { cur = ($5 == m) }
@@ -57,11 +47,6 @@ layout_of() {
 no_revoked_key() {
 	! dmesg_since "$1" | grep -q "key revoked" &&
 		! log_since "$1" | grep -q "cannot read key"
-}
-# no_plaintext MARK: knfsd refused no request on a connection without
-# TLS since MARK (the export requires mtls)
-no_plaintext() {
-	! dmesg_since "$1" | grep -q "a connection without TLS may not use export"
 }
 # write_file NAME: 4 MiB of /tmp/pnfs-data to $M/NAME, flushed, within
 # bounded time (a stalled write is killed)
@@ -103,7 +88,7 @@ kmark pnfs-remount
 check "remount with new serials: accepted" \
 	timeout 60 mount -o remount,cert_serial=$c2,privkey_serial=$k2 $M
 check "the old serials revoked" sh -c "keyctl revoke $cert && keyctl revoke $key"
-n=$(reconnect_all)
+n=$(reconnect_knfsd)
 check "the metadata and data server connections told to reconnect ($n)" [ "$n" -ge 2 ]
 written=0
 write_file pnfs-b && written=1
@@ -126,7 +111,7 @@ else
 	umount -f -l $M
 fi
 timeout 60 umount $M 2>/dev/null || umount -f -l $M 2>/dev/null
-check "knfsd refused no request on a connection without TLS" no_plaintext pnfs-start
+check "knfsd refused no request on a connection without TLS" no_plain_requests pnfs-start
 
 if [ "${TLSH_FAILED:-0}" != 0 ]; then
 	echo "# --- kernel and helper log, layout and data server events"

@@ -30,8 +30,6 @@ knfsd_tls_setup "$KNFSD_MTLS_CONF"
 kmark netns-start
 keyctl new_session > /dev/null
 
-# id_of: the identity the kernel names for the certificate on stdin
-id_of() { sha256sum | cut -c1-16; }
 cid=$(id_of < $CERTS/client.pem)
 cert=$(padd tlsh:netns-cert $CERTS/client.pem)
 key=$(padd tlsh:netns-key $CERTS/client-key.pem)

@@ -302,3 +302,23 @@ denied() {
 
 # padd NAME FILE: a user key in the session keyring, prints its serial
 padd() { keyctl padd user "$1" @s < "$2"; }
+# id_of: the identity the kernel names an mtls or psk client by, for a
+# certificate key's payload or a PSK identity on stdin: 16 hex digits of
+# its SHA-256
+id_of() { sha256sum | cut -c1-16; }
+# reconnect_knfsd: the client's transports to knfsd drop their
+# connections and reconnect (writing a transport's own address to its
+# dstaddr in /sys/kernel/sunrpc forces a disconnect); prints how many
+reconnect_knfsd() {
+	local f n=0
+	for f in /sys/kernel/sunrpc/xprt-switches/*/xprt-*/dstaddr; do
+		[ "$(cat "$f" 2>/dev/null)" = "$TLSH_PLAIN_ADDR" ] || continue
+		echo "$TLSH_PLAIN_ADDR" > "$f" && n=$((n + 1))
+	done
+	echo $n
+}
+# no_plain_requests MARK: knfsd refused no request on a connection
+# without TLS since MARK (an export that requires TLS refuses every one)
+no_plain_requests() {
+	! dmesg_since "$1" | grep -q "a connection without TLS may not use export"
+}
