@@ -66,6 +66,12 @@ $(B)/tools/hs-serv: tests/tools/hs-serv.c
 	$(CC) -std=c11 -Wall -Wextra -Werror -O2 -pthread -o $@ $< \
 		$$(pkg-config --cflags --libs gnutls)
 
+# an mtls client's identity, by GnuTLS's certificate parser
+$(B)/tools/cert-id: tests/tools/cert-id.c
+	@mkdir -p $(B)/tools
+	$(CC) -std=c11 -Wall -Wextra -Werror -O2 -o $@ $< \
+		$$(pkg-config --cflags --libs gnutls)
+
 # the capture's TLS records (libpcap)
 $(B)/tools/tls-records: tests/tools/tls-records.c
 	@mkdir -p $(B)/tools

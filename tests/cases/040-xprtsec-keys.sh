@@ -82,6 +82,9 @@ check "... and mount says 'Required key not available'" grep -q "Required key no
 kr=$(keyctl newring tlsh:ring @s)
 check "a keyring as cert_serial=: refused" \
 	fails_with opt10 "cert_serial=$kr is a 'keyring' key; use a 'user' key" $MTO,xprtsec=mtls,cert_serial=$kr,privkey_serial=$key
+junk=$(echo "not a certificate" | keyctl padd user tlsh:junk @s)
+check "a key that holds no certificate as cert_serial=: refused" \
+	fails_with opt11 "cert_serial=$junk holds no X.509 certificate (PEM or DER)" $MTO,xprtsec=mtls,cert_serial=$junk,privkey_serial=$key
 
 # --- mTLS ---------------------------------------------------------------
 dd if=/dev/urandom of=/tmp/r16 bs=1M count=16 status=none
@@ -101,23 +104,41 @@ check "capture: TLS application data records on the wire" [ "$(tls_records $TLSH
 check "the helper logged a handshake with a client certificate" lgrep mtls "]: handshake with .* done: .*, client certificate$"
 
 # nfs_client matching and the client owner: an mtls client is named by
-# its certificate (the first 8 bytes of a SHA-256 of the key's payload),
-# not by the serials, which are new each time the keys are added (after
-# every reboot). The same certificate added again is the same client,
-# with the same owner, so a server recognizes a rebooted client; another
-# certificate is another nfs_client, with its own connection and owner:
-# its EXCHANGE_ID must not discard the first one's state, such as a lock
-# held through the first mount
+# its certificate's issuer and subject (the first 8 bytes of a SHA-256
+# of their DER, cert-id), not by the serials, which are new each time
+# the keys are added (after every reboot), nor by the certificate's
+# bytes, which are new when it is renewed. The same certificate added
+# again, in PEM or DER, or issued anew to the same subject, is the same
+# client, with the same owner, so a server recognizes a rebooted client;
+# another certificate is another nfs_client, with its own connection and
+# owner: its EXCHANGE_ID must not discard the first one's state, such as
+# a lock held through the first mount
 conns() { ss -Htn state established "( dport = :2049 )" dst $TLSH_PLAIN_ADDR | wc -l; }
-cid=$(id_of < $CERTS/client.pem)
+cid=$(cert-id $CERTS/client.pem)
+check "cert-id: the renewed certificate and the DER one name the same subject" \
+	[ -n "$cid" -a "$(cert-id $CERTS/client-renewed.pem)" = "$cid" -a "$(cert-id $CERTS/client.der)" = "$cid" ]
+check "... the renewed certificate is another one, with another key" \
+	eval '! cmp -s $CERTS/client.pem $CERTS/client-renewed.pem && ! cmp -s $CERTS/client-key.pem $CERTS/client-renewed-key.pem'
 c0=$(conns)
 c3=$(padd tlsh:cert3 $CERTS/client.pem)
 k3=$(padd tlsh:key3 $CERTS/client-key.pem)
-check "knfsd sees the mtls client's owner named by its certificate's digest" \
+check "knfsd sees the mtls client's owner named by its certificate's names" \
 	nfsd_owners_are " xprtsec=mtls/$cid\""
 kmark again
 check "the same certificate under other serials (as after a reboot): mounted" \
 	nfs_mount $MTO,xprtsec=mtls,cert_serial=$c3,privkey_serial=$k3 $P /mnt/k2
+check "... the same client: no second connection to knfsd" [ "$(conns)" = "$c0" ]
+check "... and one owner for both" nfsd_owners_are " xprtsec=mtls/$cid\""
+umount /mnt/k2
+cder=$(padd tlsh:cert-der $CERTS/client.der)
+check "the same certificate in DER: mounted" \
+	nfs_mount $MTO,xprtsec=mtls,cert_serial=$cder,privkey_serial=$k3 $P /mnt/k2
+check "... the same client: no second connection to knfsd" [ "$(conns)" = "$c0" ]
+umount /mnt/k2
+crn=$(padd tlsh:cert-renewed $CERTS/client-renewed.pem)
+krn=$(padd tlsh:key-renewed $CERTS/client-renewed-key.pem)
+check "the renewed certificate: mounted" \
+	nfs_mount $MTO,xprtsec=mtls,cert_serial=$crn,privkey_serial=$krn $P /mnt/k2
 check "... the same client: no second connection to knfsd" [ "$(conns)" = "$c0" ]
 check "... and one owner for both" nfsd_owners_are " xprtsec=mtls/$cid\""
 umount /mnt/k2
@@ -131,7 +152,7 @@ check "a second mtls mount with another certificate: accepted" \
 	nfs_mount $MTO,xprtsec=mtls,cert_serial=$cert2,privkey_serial=$key2 $P /mnt/k2
 check "... it is a separate client: a second connection to knfsd" [ "$(conns)" = $((c0 + 1)) ]
 check "... knfsd sees two clients, each owner named by its certificate" \
-	nfsd_owners_are " xprtsec=mtls/$cid\"" " xprtsec=mtls/$(id_of < $CERTS/client2.pem)\""
+	nfsd_owners_are " xprtsec=mtls/$cid\"" " xprtsec=mtls/$(cert-id $CERTS/client2.pem)\""
 check "... the first mount's lock survived the second mount" locked_elsewhere /mnt/k2/lockme
 exec 8>&-
 check "a third mount with the first serials: accepted" \
@@ -143,6 +164,15 @@ check "the first mount lost no lock to the second" no_lost_locks second
 check "knfsd's agent verified our certificate (CN=tlsh-client)" \
 	lgrep mtls "tlsh-helper\[[0-9]*\]: server handshake with .*tlsh-client.* done: .*client certificate, identity key"
 check "trace: knfsd learned the authenticated client (peer_key)" [ "$(peer_keys)" -ge 1 ]
+# after a reboot with the renewed certificate (no mount left): a new
+# nfs_client with only the renewed keys, under the same owner
+kmark renewed
+check "the renewed certificate alone: mounted" \
+	nfs_mount $MTO,xprtsec=mtls,cert_serial=$crn,privkey_serial=$krn $P $M
+check "... a new connection, authenticated with it" \
+	lgrep renewed "server handshake with .*tlsh-client.* done: .*client certificate"
+check "... knfsd sees the same owner as before" nfsd_owners_are " xprtsec=mtls/$cid\""
+umount $M
 
 # knfsd's agent asks for a client certificate and accepts a client
 # without one: the export's policy then refuses that connection

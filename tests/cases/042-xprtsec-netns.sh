@@ -30,7 +30,7 @@ knfsd_tls_setup "$KNFSD_MTLS_CONF"
 kmark netns-start
 keyctl new_session > /dev/null
 
-cid=$(id_of < $CERTS/client.pem)
+cid=$(cert-id $CERTS/client.pem)
 cert=$(padd tlsh:netns-cert $CERTS/client.pem)
 key=$(padd tlsh:netns-key $CERTS/client-key.pem)
 OPTS=vers=4.2,xprtsec=mtls,cert_serial=$cert,privkey_serial=$key

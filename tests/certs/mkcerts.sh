@@ -8,7 +8,7 @@
 # regenerates.
 # A partial set is always regenerated from scratch.
 #
-# Files written to OUTDIR (all PEM):
+# Files written to OUTDIR (all PEM but client.der):
 #   ca.pem               test CA certificate ("tlsh test CA")
 #   ca-key.pem           its key
 #   other-ca.pem         a second, untrusted CA ("tlsh other CA")
@@ -24,6 +24,10 @@
 #   server-untrusted-key.pem
 #   client.pem           client cert CN=tlsh-client, signed by ca.pem
 #   client-key.pem
+#   client-renewed.pem   client.pem issued anew: the same subject and CA,
+#                        another key and serial number
+#   client-renewed-key.pem
+#   client.der           client.pem in DER
 #   client-other.pem     client cert CN=tlsh-client-other, signed by
 #                        other-ca.pem (must be rejected by an mTLS server
 #                        trusting ca.pem)
@@ -68,7 +72,8 @@ FILES=(ca.pem ca-key.pem other-ca.pem other-ca-key.pem
 	server-wrongname.pem server-wrongname-key.pem
 	server-untrusted.pem server-untrusted-key.pem
 	client.pem client-key.pem client-other.pem client-other-key.pem
-	client2.pem client2-key.pem
+	client2.pem client2-key.pem client-renewed.pem client-renewed-key.pem
+	client.der
 	ref.pem ref-key.pem ref-untrusted.pem ref-untrusted-key.pem knfsd.pem knfsd-key.pem
 	psk.txt psk.id psk.key server-chain100.pem server-chain100-key.pem)
 
@@ -146,6 +151,10 @@ leaf knfsd ca 'cn = "plain.test"' 'organization = "tlsh tests"' \
 leaf ref-untrusted other-ca "${REF[@]}" "${VALID[@]}"
 leaf client ca 'cn = "tlsh-client"' 'organization = "tlsh tests"' \
 	'tls_www_client' 'signing_key' "${VALID[@]}"
+leaf client-renewed ca 'cn = "tlsh-client"' 'organization = "tlsh tests"' \
+	'tls_www_client' 'signing_key' "${VALID[@]}"
+certtool --certificate-info --infile client.pem --outder \
+	--outfile client.der 2>/dev/null
 leaf client2 ca 'cn = "tlsh-client-2"' 'organization = "tlsh tests"' \
 	'tls_www_client' 'signing_key' "${VALID[@]}"
 leaf client-other other-ca 'cn = "tlsh-client-other"' \

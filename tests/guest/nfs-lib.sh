@@ -302,9 +302,9 @@ denied() {
 
 # padd NAME FILE: a user key in the session keyring, prints its serial
 padd() { keyctl padd user "$1" @s < "$2"; }
-# id_of: the identity the kernel names an mtls or psk client by, for a
-# certificate key's payload or a PSK identity on stdin: 16 hex digits of
-# its SHA-256
+# id_of: the identity the kernel names a psk client by, for a PSK
+# identity on stdin: 16 hex digits of its SHA-256 (an mtls client's is
+# cert-id's)
 id_of() { sha256sum | cut -c1-16; }
 # reconnect_knfsd: the client's transports to knfsd drop their
 # connections and reconnect (writing a transport's own address to its
