@@ -141,6 +141,8 @@ check "the renewed certificate: mounted" \
 	nfs_mount $MTO,xprtsec=mtls,cert_serial=$crn,privkey_serial=$krn $P /mnt/k2
 check "... the same client: no second connection to knfsd" [ "$(conns)" = "$c0" ]
 check "... and one owner for both" nfsd_owners_are " xprtsec=mtls/$cid\""
+check "... with the first mount's keys (/proc/mounts: the serials in use)" \
+	grep -q " /mnt/k2 nfs4 .*xprtsec=mtls,cert_serial=$cert,privkey_serial=$key" /proc/mounts
 umount /mnt/k2
 cert2=$(padd tlsh:client2-cert $CERTS/client2.pem)
 key2=$(padd tlsh:client2-key $CERTS/client2-key.pem)
@@ -169,7 +171,9 @@ check "trace: knfsd learned the authenticated client (peer_key)" [ "$(peer_keys)
 kmark renewed
 check "the renewed certificate alone: mounted" \
 	nfs_mount $MTO,xprtsec=mtls,cert_serial=$crn,privkey_serial=$krn $P $M
-check "... a new connection, authenticated with it" \
+check "... a new client, with the renewed keys (/proc/mounts)" \
+	grep -q " $M nfs4 .*xprtsec=mtls,cert_serial=$crn,privkey_serial=$krn" /proc/mounts
+check "... a new connection, its certificate verified by knfsd's agent" \
 	lgrep renewed "server handshake with .*tlsh-client.* done: .*client certificate"
 check "... knfsd sees the same owner as before" nfsd_owners_are " xprtsec=mtls/$cid\""
 umount $M
