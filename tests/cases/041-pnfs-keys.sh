@@ -6,7 +6,11 @@
 # connection must be TLS with the mount's keys as well, and a remount
 # that replaces the keys (the old ones revoked) must give them to the
 # data server client too, or the mount's writes stall on handshakes that
-# keep failing.
+# keep failing. An xprtsec=psk mount of the same export (an mtls export
+# takes PSK clients too) must present its PSK to the data server as well,
+# not use the mtls mount's data server connection; and with an export
+# open to both, a tls mount after a none mount must not use the none
+# mount's data server connection (in plaintext).
 # tlsh-vm: timeout=600
 . /tlsh/guest/lib.sh
 . /tlsh/guest/tlsh-lib.sh
@@ -16,10 +20,13 @@ nfs_policy_ready "pNFS over mTLS" || exit 0
 
 P=$TLSH_PLAIN_NAME
 M=/mnt/k
+ring=
 cleanup() {
 	knfsd_cleanup
 	export_policy ""
-	rm -f $TLSH_EXPORT_DIR/pnfs-a $TLSH_EXPORT_DIR/pnfs-b
+	umount -f -l /mnt/k2 2>/dev/null
+	rm -f $TLSH_EXPORT_DIR/pnfs-[a-e]
+	[ -z "$ring" ] || keyctl unlink "$ring" @u > /dev/null 2>&1
 }
 trap cleanup EXIT
 knfsd_tls_setup "$KNFSD_MTLS_CONF"
@@ -111,7 +118,60 @@ else
 	umount -f -l $M
 fi
 timeout 60 umount $M 2>/dev/null || umount -f -l $M 2>/dev/null
+
+# PSK: the server's agent finds the identity in its default keyring
+# (tlsh-server-psk in root's user keyring, which our session keyring,
+# new since the start, must link for us to possess, and fill, the ring)
+keyctl link @u @s
+ring=$(keyctl newring tlsh-server-psk @u)
+keyctl padd user "$(cat $CERTS/psk.id)" "$ring" < $CERTS/psk.txt > /dev/null
+check "keyctl: the server's PSK keyring holds the client's identity" \
+	keyctl search "$ring" user "$(cat $CERTS/psk.id)"
+psk=$(padd tlsh:pnfs-psk $CERTS/psk.txt)
+kmark pnfs-psk
+check "xprtsec=psk mount of the pNFS export" \
+	nfs_mount vers=4.2,xprtsec=psk,psk_serial=$psk $P $M
+check "... it uses flexfiles layouts (mountstats)" [ "$(layout_of $M)" = LAYOUT_FLEX_FILES ]
+w3=$(ds_writes)
+written=0
+write_file pnfs-c && written=1
+check "4 MiB written over PSK" [ $written = 1 ]
+w4=$(ds_writes)
+check "... through the data server (NFSv3 WRITEs: $w3 -> $w4)" [ "$w4" -gt "$w3" ]
+check "... whose connection presents the PSK too" \
+	lgrep pnfs-psk "handshake with $TLSH_PLAIN_ADDR:2049 ($TLSH_PLAIN_ADDR) done: .*, PSK$"
+if [ $written = 1 ]; then
+	sync
+	echo 3 > /proc/sys/vm/drop_caches
+	check "... and reads back the same" cmp -s /tmp/pnfs-data $M/pnfs-c
+else
+	not_ok "... and reads back the same (not tried: the write stalled)"
+	umount -f -l $M
+fi
+timeout 60 umount $M 2>/dev/null || umount -f -l $M 2>/dev/null
 check "knfsd refused no request on a connection without TLS" no_plain_requests pnfs-start
+
+# one data server, two policies: a none mount's data server connection
+# is plaintext; a tls mount of the same server must make its own
+EXPORT_BASE="$EXPORT_BASE,pnfs" export_policy none:tls
+check "the export takes none and tls (exportfs -v)" exported_with "xprtsec=none:tls"
+check "xprtsec=none mount of the pNFS export" nfs_mount vers=4.2,xprtsec=none $P $M
+w5=$(ds_writes)
+check "4 MiB written in plaintext" write_file pnfs-d
+w6=$(ds_writes)
+check "... through the data server (NFSv3 WRITEs: $w5 -> $w6)" [ "$w6" -gt "$w5" ]
+kmark pnfs-tls
+mkdir -p /mnt/k2
+check "xprtsec=tls mount of the same export" nfs_mount vers=4.2,xprtsec=tls $P /mnt/k2
+check "... 4 MiB written" \
+	timeout -s KILL $((120 * TLSH_SLOWDOWN)) \
+	dd if=/tmp/pnfs-data of=/mnt/k2/pnfs-e bs=1M conv=fsync status=none
+w7=$(ds_writes)
+check "... through the data server (NFSv3 WRITEs: $w6 -> $w7)" [ "$w7" -gt "$w6" ]
+check "... over a TLS connection of its own to the data server" \
+	lgrep pnfs-tls "handshake with $TLSH_PLAIN_ADDR:2049 ($TLSH_PLAIN_ADDR) done"
+timeout 60 umount /mnt/k2 2>/dev/null || umount -f -l /mnt/k2 2>/dev/null
+timeout 60 umount $M 2>/dev/null || umount -f -l $M 2>/dev/null
 
 if [ "${TLSH_FAILED:-0}" != 0 ]; then
 	echo "# --- kernel and helper log, layout and data server events"
