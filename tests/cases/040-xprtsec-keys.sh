@@ -28,8 +28,7 @@ kmark start
 
 # the server's PSKs: the keyring its agent looks identities up in
 # (tlsh-server-psk in root's user keyring)
-ring=$(keyctl newring tlsh-server-psk @u)
-keyctl padd user "$(cat $CERTS/psk.id)" "$ring" < $CERTS/psk.txt > /dev/null
+ring=$(server_psk_ring)
 check "keyctl: the server's PSK keyring holds the client's identity" \
 	keyctl search "$ring" user "$(cat $CERTS/psk.id)"
 # our own session keyring, so that nothing leaks into the next case

@@ -55,11 +55,31 @@ no_revoked_key() {
 	! dmesg_since "$1" | grep -q "key revoked" &&
 		! log_since "$1" | grep -q "cannot read key"
 }
-# write_file NAME: 4 MiB of /tmp/pnfs-data to $M/NAME, flushed, within
+# write_file FILE: 4 MiB of /tmp/pnfs-data to FILE, flushed, within
 # bounded time (a stalled write is killed)
 write_file() {
 	timeout -s KILL $((120 * TLSH_SLOWDOWN)) \
-		dd if=/tmp/pnfs-data of=$M/$1 bs=1M conv=fsync status=none
+		dd if=/tmp/pnfs-data of="$1" bs=1M conv=fsync status=none
+}
+# read_back WRITTEN NAME FILE...: check NAME, that each FILE reads back
+# from the server (caches dropped) as /tmp/pnfs-data; when WRITTEN is
+# not 1 a write stalled, whose dirty pages no sync would flush: not
+# tried, and $M is let go
+read_back() {
+	local written=$1 name=$2
+	shift 2
+	if [ "$written" != 1 ]; then
+		not_ok "$name (not tried: the write stalled)"
+		umount -f -l $M
+		return
+	fi
+	sync
+	echo 3 > /proc/sys/vm/drop_caches
+	check "$name" sh -c 'for f; do cmp -s /tmp/pnfs-data "$f" || exit 1; done' sh "$@"
+}
+# let_go MOUNTPOINT: unmount, lazily if it does not finish in 60 s
+let_go() {
+	timeout 60 umount "$1" 2>/dev/null || umount -f -l "$1" 2>/dev/null
 }
 
 check "knfsd has flexfiles layouts (CONFIG_NFSD_FLEXFILELAYOUT)" \
@@ -77,7 +97,7 @@ check "xprtsec=mtls mount of the pNFS export" \
 	nfs_mount vers=4.2,xprtsec=mtls,cert_serial=$cert,privkey_serial=$key $P $M
 check "... it uses flexfiles layouts (mountstats)" [ "$(layout_of $M)" = LAYOUT_FLEX_FILES ]
 w0=$(ds_writes)
-check "4 MiB written" write_file pnfs-a
+check "4 MiB written" write_file $M/pnfs-a
 check "... and on the server" [ "$(stat -c %s $TLSH_EXPORT_DIR/pnfs-a)" = 4194304 ]
 w1=$(ds_writes)
 check "... through the data server (NFSv3 WRITEs: $w0 -> $w1)" [ "$w1" -gt "$w0" ]
@@ -98,7 +118,7 @@ check "the old serials revoked" sh -c "keyctl revoke $cert && keyctl revoke $key
 n=$(reconnect_knfsd)
 check "the metadata and data server connections told to reconnect ($n)" [ "$n" -ge 2 ]
 written=0
-write_file pnfs-b && written=1
+write_file $M/pnfs-b && written=1
 check "4 MiB more written after the keys were replaced" [ $written = 1 ]
 check "... and on the server" [ "$(stat -c %s $TLSH_EXPORT_DIR/pnfs-b)" = 4194304 ]
 w2=$(ds_writes)
@@ -107,24 +127,11 @@ h2=$(peer_keys)
 check "... both connections authenticated again ($h1 -> $h2 handshakes)" \
 	[ "$h2" -ge $((h1 + 2)) ]
 check "... no handshake tried a revoked key" no_revoked_key pnfs-remount
-# a write that stalled leaves dirty pages that no sync would flush
-if [ $written = 1 ]; then
-	sync
-	echo 3 > /proc/sys/vm/drop_caches
-	check "both files read back the same" \
-		sh -c "cmp -s /tmp/pnfs-data $M/pnfs-a && cmp -s /tmp/pnfs-data $M/pnfs-b"
-else
-	not_ok "both files read back the same (not tried: the write stalled)"
-	umount -f -l $M
-fi
-timeout 60 umount $M 2>/dev/null || umount -f -l $M 2>/dev/null
+read_back $written "both files read back the same" $M/pnfs-a $M/pnfs-b
+let_go $M
 
 # PSK: the server's agent finds the identity in its default keyring
-# (tlsh-server-psk in root's user keyring, which our session keyring,
-# new since the start, must link for us to possess, and fill, the ring)
-keyctl link @u @s
-ring=$(keyctl newring tlsh-server-psk @u)
-keyctl padd user "$(cat $CERTS/psk.id)" "$ring" < $CERTS/psk.txt > /dev/null
+ring=$(server_psk_ring)
 check "keyctl: the server's PSK keyring holds the client's identity" \
 	keyctl search "$ring" user "$(cat $CERTS/psk.id)"
 psk=$(padd tlsh:pnfs-psk $CERTS/psk.txt)
@@ -134,21 +141,14 @@ check "xprtsec=psk mount of the pNFS export" \
 check "... it uses flexfiles layouts (mountstats)" [ "$(layout_of $M)" = LAYOUT_FLEX_FILES ]
 w3=$(ds_writes)
 written=0
-write_file pnfs-c && written=1
+write_file $M/pnfs-c && written=1
 check "4 MiB written over PSK" [ $written = 1 ]
 w4=$(ds_writes)
 check "... through the data server (NFSv3 WRITEs: $w3 -> $w4)" [ "$w4" -gt "$w3" ]
 check "... whose connection presents the PSK too" \
 	lgrep pnfs-psk "handshake with $TLSH_PLAIN_ADDR:2049 ($TLSH_PLAIN_ADDR) done: .*, PSK$"
-if [ $written = 1 ]; then
-	sync
-	echo 3 > /proc/sys/vm/drop_caches
-	check "... and reads back the same" cmp -s /tmp/pnfs-data $M/pnfs-c
-else
-	not_ok "... and reads back the same (not tried: the write stalled)"
-	umount -f -l $M
-fi
-timeout 60 umount $M 2>/dev/null || umount -f -l $M 2>/dev/null
+read_back $written "... and reads back the same" $M/pnfs-c
+let_go $M
 check "knfsd refused no request on a connection without TLS" no_plain_requests pnfs-start
 
 # one data server, two policies: a none mount's data server connection
@@ -157,21 +157,19 @@ EXPORT_BASE="$EXPORT_BASE,pnfs" export_policy none:tls
 check "the export takes none and tls (exportfs -v)" exported_with "xprtsec=none:tls"
 check "xprtsec=none mount of the pNFS export" nfs_mount vers=4.2,xprtsec=none $P $M
 w5=$(ds_writes)
-check "4 MiB written in plaintext" write_file pnfs-d
+check "4 MiB written in plaintext" write_file $M/pnfs-d
 w6=$(ds_writes)
 check "... through the data server (NFSv3 WRITEs: $w5 -> $w6)" [ "$w6" -gt "$w5" ]
 kmark pnfs-tls
 mkdir -p /mnt/k2
 check "xprtsec=tls mount of the same export" nfs_mount vers=4.2,xprtsec=tls $P /mnt/k2
-check "... 4 MiB written" \
-	timeout -s KILL $((120 * TLSH_SLOWDOWN)) \
-	dd if=/tmp/pnfs-data of=/mnt/k2/pnfs-e bs=1M conv=fsync status=none
+check "... 4 MiB written" write_file /mnt/k2/pnfs-e
 w7=$(ds_writes)
 check "... through the data server (NFSv3 WRITEs: $w6 -> $w7)" [ "$w7" -gt "$w6" ]
 check "... over a TLS connection of its own to the data server" \
 	lgrep pnfs-tls "handshake with $TLSH_PLAIN_ADDR:2049 ($TLSH_PLAIN_ADDR) done"
-timeout 60 umount /mnt/k2 2>/dev/null || umount -f -l /mnt/k2 2>/dev/null
-timeout 60 umount $M 2>/dev/null || umount -f -l $M 2>/dev/null
+let_go /mnt/k2
+let_go $M
 
 if [ "${TLSH_FAILED:-0}" != 0 ]; then
 	echo "# --- kernel and helper log, layout and data server events"

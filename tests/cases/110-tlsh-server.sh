@@ -73,8 +73,7 @@ server "" --
 check "mtls: a client without a certificate is accepted, unauthenticated" grep -q "status=0 done=1 cancelled=0 data=ok .* peer=-" <<< "$out"
 
 # --- PSK: identities in a keyring root provisions with keyctl ------------
-ring=$(keyctl newring tlsh-server-psk @u)
-keyctl padd user "$(cat $CERTS/psk.id)" "$ring" < $CERTS/psk.txt > /dev/null
+ring=$(server_psk_ring)
 server "type=psk" -- --psk-file $CERTS/psk.txt
 check "psk: the client's identity is found in the keyring" grep -q "status=0 done=1 cancelled=0 data=ok .* peer=$(cat $CERTS/psk.id)" <<< "$out"
 check "trace: the request was a PSK server handshake" grep -q "tlsh_req_queued: .* type=server-psk" $TRACE/trace

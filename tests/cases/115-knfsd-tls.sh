@@ -133,10 +133,8 @@ umount $M
 
 # --- mTLS and PSK, keys provisioned with keyctl ---------------------------
 # the client's keys in our own session keyring; the server's PSKs in the
-# keyring the agent looks up (tlsh-server-psk in root's user keyring,
-# made while @u is still reachable from our session keyring)
-ring=$(keyctl newring tlsh-server-psk @u)
-keyctl padd user "$(cat $CERTS/psk.id)" "$ring" < $CERTS/psk.txt > /dev/null
+# keyring the agent looks up (tlsh-server-psk in root's user keyring)
+ring=$(server_psk_ring)
 check "the server's PSK keyring holds the client's identity" keyctl search "$ring" user "$(cat $CERTS/psk.id)"
 keyctl new_session > /dev/null
 cert=$(padd tlsh:cert $CERTS/client.pem)

@@ -55,6 +55,18 @@ count() {
 	grep -c " $1:" $TRACE/trace
 }
 
+# server_psk_ring: the keyring a server agent looks PSK identities up in
+# by default (tlsh-server-psk in root's user keyring), made with the
+# bench's PSK in it; prints its serial. Our session keyring links root's
+# user keyring first, so that we possess the ring and may fill it (a
+# case's own session keyring, from keyctl new_session, does not)
+server_psk_ring() {
+	local ring
+	keyctl link @u @s
+	ring=$(keyctl newring tlsh-server-psk @u) || return 1
+	keyctl padd user "$(cat $CERTS/psk.id)" "$ring" < $CERTS/psk.txt > /dev/null || return 1
+	echo "$ring"
+}
 # serve PORT CERTNAME [gnutls-serv options]: a TLS echo server in S
 serve() {
 	local port=$1 name=$2
