@@ -10,7 +10,8 @@
 # takes PSK clients too) must present its PSK to the data server as well,
 # not use the mtls mount's data server connection; and with an export
 # open to both, a tls mount after a none mount must not use the none
-# mount's data server connection (in plaintext).
+# mount's data server connection (in plaintext). Once unmounted, no
+# data server client outlives its mount (a remount used to leave one).
 # tlsh-vm: timeout=600
 . /tlsh/guest/lib.sh
 . /tlsh/guest/tlsh-lib.sh
@@ -81,6 +82,9 @@ read_back() {
 let_go() {
 	timeout 60 umount "$1" 2>/dev/null || umount -f -l "$1" 2>/dev/null
 }
+# none_left: no NFS client of knfsd (metadata or data server) and no
+# kTLS connection to it is left in this namespace
+none_left() { nfs_client_gone 2049 && [ -z "$(tls-diag 2049)" ]; }
 
 check "knfsd has flexfiles layouts (CONFIG_NFSD_FLEXFILELAYOUT)" \
 	grep -q " nfsd4_ff_proc_layoutget" /proc/kallsyms
@@ -129,6 +133,10 @@ check "... both connections authenticated again ($h1 -> $h2 handshakes)" \
 check "... no handshake tried a revoked key" no_revoked_key pnfs-remount
 read_back $written "both files read back the same" $M/pnfs-a $M/pnfs-b
 let_go $M
+# a remount probes the server again: the layout driver must still be
+# counted once, or the data server client outlives the mount
+check "unmounted after the remount: no client of knfsd or connection to it is left" \
+	wait_for 30 none_left
 
 # PSK: the server's agent finds the identity in its default keyring
 ring=$(server_psk_ring)
@@ -149,6 +157,7 @@ check "... whose connection presents the PSK too" \
 	lgrep pnfs-psk "handshake with $TLSH_PLAIN_ADDR:2049 ($TLSH_PLAIN_ADDR) done: .*, PSK$"
 read_back $written "... and reads back the same" $M/pnfs-c
 let_go $M
+check "... unmounted: no client or connection is left" wait_for 30 none_left
 check "knfsd refused no request on a connection without TLS" no_plain_requests pnfs-start
 
 # one data server, two policies: a none mount's data server connection
@@ -170,6 +179,7 @@ check "... over a TLS connection of its own to the data server" \
 	lgrep pnfs-tls "handshake with $TLSH_PLAIN_ADDR:2049 ($TLSH_PLAIN_ADDR) done"
 let_go /mnt/k2
 let_go $M
+check "both unmounted: no client or connection is left" wait_for 30 none_left
 
 if [ "${TLSH_FAILED:-0}" != 0 ]; then
 	echo "# --- kernel and helper log, layout and data server events"
