@@ -89,3 +89,35 @@ cleanup_between_scripts() {
 	pkill -x tlsh-helper 2>/dev/null
 	true
 }
+
+# leftovers: the NFS clients (/proc/fs/nfsfs/servers) and kTLS sockets
+# (tls-diag) of every network namespace, one per line after the
+# namespace's name; empty when a script left none behind
+leftovers() {
+	local ns
+	for ns in root $(ip netns list | awk '{print $1}'); do
+		if [ "$ns" = root ]; then
+			{ tail -n +2 /proc/fs/nfsfs/servers; tls-diag; } 2>&1
+		else
+			ip netns exec "$ns" sh -c 'tail -n +2 /proc/fs/nfsfs/servers; tls-diag' 2>&1
+		fi | sed "s/^/$ns: /"
+	done
+}
+
+# check_leftovers NAME BEFORE: after a script's cleanup, a TAP line
+# saying whether it left an NFS client or a kTLS connection behind that
+# was not there before it ran (BEFORE: leftovers then), given 15 s to
+# go: a client that outlives its unmount is a leak
+check_leftovers() {
+	local i=0 new
+	while new=$(leftovers | grep -vxF -f <(echo "$2")) && [ $i -lt 150 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	if [ -n "$new" ]; then
+		echo "not ok - $1 left NFS clients or kTLS connections behind"
+		echo "$new" | sed 's/^/# /'
+	else
+		echo "ok - $1 left no NFS client or kTLS connection behind"
+	fi
+}
