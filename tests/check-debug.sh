@@ -30,7 +30,15 @@ fi
 
 . "$top/tests/tap-lib.sh"
 
-cases=("$@")
+cases=()
+for a in "$@"; do
+	# a case by its path or by its name in tests/cases (as check.sh)
+	if [ ! -f "$a" ] && [ -f "$top/tests/cases/$a" ]; then
+		a=$top/tests/cases/$a
+	fi
+	[ -f "$a" ] || { echo "check-debug.sh: $a: no such case (tests/cases/ has them)" >&2; exit 64; }
+	cases+=("$a")
+done
 [ ${#cases[@]} -gt 0 ] || cases=("$top"/tests/cases/*.sh)
 
 # the pristine tree: hard links to the normal build's, or extracted
