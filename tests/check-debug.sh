@@ -32,11 +32,7 @@ fi
 
 cases=()
 for a in "$@"; do
-	# a case by its path or by its name in tests/cases (as check.sh)
-	if [ ! -f "$a" ] && [ -f "$top/tests/cases/$a" ]; then
-		a=$top/tests/cases/$a
-	fi
-	[ -f "$a" ] || { echo "check-debug.sh: $a: no such case (tests/cases/ has them)" >&2; exit 64; }
+	a=$(case_path "$a") || exit 64
 	cases+=("$a")
 done
 [ ${#cases[@]} -gt 0 ] || cases=("$top"/tests/cases/*.sh)

@@ -14,6 +14,8 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 B=${TLSH_BUILD:-$top/build}
 mkdir -p "$B/logs"
+. "$top/tests/tap-lib.sh"
+
 host=1
 guest=1
 cases=()
@@ -22,16 +24,10 @@ for a in "$@"; do
 	--host-only) guest=0 ;;
 	--guest-only) host=0 ;;
 	*)
-		# a case by its path or by its name in tests/cases
-		if [ ! -f "$a" ] && [ -f "$top/tests/cases/$a" ]; then
-			a=$top/tests/cases/$a
-		fi
-		[ -f "$a" ] || { echo "check.sh: $a: no such case (tests/cases/ has them)" >&2; exit 64; }
+		a=$(case_path "$a") || exit 64
 		cases+=("$a") ;;
 	esac
 done
-
-. "$top/tests/tap-lib.sh"
 
 # make deb-kernel, and make deb-helper unless the host tests just built the
 # agent's package from the same sources

@@ -7,6 +7,18 @@
 
 n=0 pass=0 fail=0 skipped=0
 
+# case_path CASE: a guest case given as a file, or by its name in
+# tests/cases (such as 100-peer-basic.sh): prints its path, or says
+# there is no such case and fails
+case_path() {
+	local a=$1
+	if [ ! -f "$a" ] && [ -f "$top/tests/cases/$a" ]; then
+		a=$top/tests/cases/$a
+	fi
+	[ -f "$a" ] || { echo "$(basename "$0"): $1: no such case (tests/cases/ has them)" >&2; return 1; }
+	echo "$a"
+}
+
 # tap STATUS(ok|not ok) DESCRIPTION
 tap() {
 	n=$((n + 1))

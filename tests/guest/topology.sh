@@ -104,16 +104,19 @@ leftovers() {
 	done
 }
 
+# new_leftovers BEFORE: the leftovers that are not in BEFORE (leftovers
+# then); no_new_leftovers BEFORE: there are none
+new_leftovers() { leftovers | grep -vxF -f <(echo "$1"); }
+no_new_leftovers() { ! new_leftovers "$1" > /dev/null; }
+
 # check_leftovers NAME BEFORE: after a script's cleanup, a TAP line
 # saying whether it left an NFS client or a kTLS connection behind that
-# was not there before it ran (BEFORE: leftovers then), given 15 s to
-# go: a client that outlives its unmount is a leak
+# was not there before it ran, given 15 s to go: a client that outlives
+# its unmount is a leak
 check_leftovers() {
-	local i=0 new
-	while new=$(leftovers | grep -vxF -f <(echo "$2")) && [ $i -lt 150 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
+	local new
+	wait_for 15 no_new_leftovers "$2"
+	new=$(new_leftovers "$2")
 	if [ -n "$new" ]; then
 		echo "not ok - $1 left NFS clients or kTLS connections behind"
 		echo "$new" | sed 's/^/# /'
