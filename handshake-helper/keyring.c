@@ -541,6 +541,50 @@ int tlsh_keyring_find_psk(int32_t keyring, const char *identity,
 	return 0;
 }
 
+/* What names a client for as long as it is that client: the SHA-256 of
+ * the DER of its certificate's issuer and subject names, which a renewal
+ * keeps (its serial number, validity and key, so its bytes, change).  A
+ * certificate with an empty subject (its names in subjectAltName only)
+ * is digested whole.  0, or -EINVAL with a message in err. */
+static int client_cert_digest(const unsigned char *der, size_t len,
+			      unsigned char sum[32], char *err, size_t errlen)
+{
+	gnutls_datum_t in = { (unsigned char *)der, (unsigned int)len };
+	gnutls_datum_t issuer = { NULL, 0 }, subject = { NULL, 0 };
+	gnutls_x509_crt_t crt;
+	gnutls_hash_hd_t h;
+	int ret = -EINVAL;
+
+	if (gnutls_x509_crt_init(&crt) < 0) {
+		snprintf(err, errlen, "cannot read the client certificate: out of memory");
+		return -ENOMEM;
+	}
+	if (gnutls_x509_crt_import(crt, &in, GNUTLS_X509_FMT_DER) < 0 ||
+	    gnutls_x509_crt_get_raw_issuer_dn(crt, &issuer) < 0 ||
+	    gnutls_x509_crt_get_raw_dn(crt, &subject) < 0) {
+		snprintf(err, errlen, "cannot read the client certificate's names");
+		goto out;
+	}
+	if (gnutls_hash_init(&h, GNUTLS_DIG_SHA256) < 0) {
+		snprintf(err, errlen, "cannot hash the client certificate");
+		goto out;
+	}
+	/* an empty Name is the two octets of an empty SEQUENCE */
+	if (subject.size > 2) {
+		gnutls_hash(h, issuer.data, issuer.size);
+		gnutls_hash(h, subject.data, subject.size);
+	} else {
+		gnutls_hash(h, der, len);
+	}
+	gnutls_hash_deinit(h, sum);
+	ret = 0;
+out:
+	gnutls_free(issuer.data);
+	gnutls_free(subject.data);
+	gnutls_x509_crt_deinit(crt);
+	return ret;
+}
+
 int32_t tlsh_keyring_add_client_cert(const unsigned char *der, size_t len,
 				     char desc[TLSH_CLIENT_KEY_DESC], char *err,
 				     size_t errlen)
@@ -548,15 +592,15 @@ int32_t tlsh_keyring_add_client_cert(const unsigned char *der, size_t len,
 	unsigned char sum[32];
 	size_t n = sizeof(TLSH_CLIENT_KEY_PREFIX) - 1;
 	key_serial_t k;
+	int ret;
 
 	if (!der || !len) {
 		snprintf(err, errlen, "no client certificate");
 		return -EINVAL;
 	}
-	if (gnutls_hash_fast(GNUTLS_DIG_SHA256, der, len, sum) < 0) {
-		snprintf(err, errlen, "cannot hash the client certificate");
-		return -EINVAL;
-	}
+	ret = client_cert_digest(der, len, sum, err, errlen);
+	if (ret)
+		return ret;
 	memcpy(desc, TLSH_CLIENT_KEY_PREFIX, n);
 	for (size_t i = 0; i < sizeof(sum); i++)
 		snprintf(desc + n + 2 * i, 3, "%02x", sum[i]);

@@ -97,17 +97,20 @@ int tlsh_keyring_find_psk(int32_t keyring, const char *identity,
 			  struct tlsh_psk *psk, int32_t *serial, char *err,
 			  size_t errlen);
 
-/* "tlsh:client:" and the SHA-256 of a DER certificate in hex */
+/* "tlsh:client:" and a SHA-256 in hex */
 #define TLSH_CLIENT_KEY_PREFIX	"tlsh:client:"
 #define TLSH_CLIENT_KEY_DESC	(sizeof(TLSH_CLIENT_KEY_PREFIX) + 64)
 
 /*
  * A "user" key that names a verified client: its certificate (DER) as
- * payload, described "tlsh:client:<hex SHA-256 of the DER>" (in desc,
- * TLSH_CLIENT_KEY_DESC bytes), in the calling process's process keyring,
+ * payload, described "tlsh:client:<hex SHA-256 of the DER of the
+ * certificate's issuer and subject names>" (of the whole certificate
+ * when its subject is empty), so that a renewed certificate names the
+ * same client (in desc, TLSH_CLIENT_KEY_DESC bytes), in the calling
+ * process's process keyring,
  * so that the process possesses it and may hand it to the kernel
  * (TLSH_PEER_IDENTITY).  Its serial, or -errno (add_key(2)'s, -EINVAL
- * for an empty certificate) with a message in err.
+ * for an empty or unreadable certificate) with a message in err.
  */
 int32_t tlsh_keyring_add_client_cert(const unsigned char *der, size_t len,
 				     char desc[TLSH_CLIENT_KEY_DESC], char *err,

@@ -63,8 +63,12 @@ pkill -x tlsh-helper; wait_for 10 no_helpers
 server "" -- --cert-file $CERTS/client.pem --key-file $CERTS/client-key.pem
 check "mtls: a client certificate from the trusted CA is accepted" grep -q "status=0 done=1 cancelled=0 data=ok" <<< "$out"
 check "mtls: the kernel consumer learns the client's key (tlsh:client:SHA256)" grep -qE "peer=tlsh:client:[0-9a-f]{64}" <<< "$out"
-want=$(certtool --certificate-info --outder --infile $CERTS/client.pem 2>/dev/null | sha256sum | cut -d' ' -f1)
-check "mtls: ... named after the certificate's SHA-256" grep -q "peer=tlsh:client:$want" <<< "$out"
+want=$(cert-id $CERTS/client.pem)
+check "mtls: ... named after the certificate's issuer and subject (the digest cert-id computes)" \
+	grep -qE "peer=tlsh:client:$want[0-9a-f]{48}" <<< "$out"
+server "" -- --cert-file $CERTS/client-renewed.pem --key-file $CERTS/client-renewed-key.pem
+check "mtls: a renewal of that certificate (the same names, a new key) is accepted" grep -q "status=0 done=1 cancelled=0 data=ok" <<< "$out"
+check "mtls: ... and names the same client" grep -qE "peer=tlsh:client:$want[0-9a-f]{48}" <<< "$out"
 check "trace: tlsh_peer_identity" [ "$(count tlsh_peer_identity)" -ge 1 ]
 server "" -- --cert-file $CERTS/client-other.pem --key-file $CERTS/client-other-key.pem
 check "mtls: a client certificate from another CA fails the handshake (EKEYREJECTED)" grep -q "start=0 status=-129 done=1" <<< "$out"

@@ -7,7 +7,9 @@
 # kernel says which kind of connection was refused and which xprtsec=
 # could meet the policy (also for the export as the pseudo-root, fsid=0);
 # clients that meet it mount; exportfs -v shows the policy; without the
-# option everything is allowed again.
+# option everything is allowed again. An mtls client's NFSv4 client ID
+# is bound to its TLS identity: the same owner from a plaintext
+# connection gets NFS4ERR_CLID_INUSE (NFSv4.1 and 4.0).
 # tlsh-vm: timeout=900
 . /tlsh/guest/lib.sh
 . /tlsh/guest/tlsh-lib.sh
@@ -59,6 +61,34 @@ check "mtls: xprtsec=mtls mounts" mounted_tls $MTLS
 check "... write + read back" rw_marker mtls
 umount $M
 
+# --- an authenticated client's NFSv4 client ID is bound to its TLS
+# identity: another host that presents the same client owner, over a
+# connection that did not authenticate as that client (here: plaintext,
+# which no export policy covers, as client IDs belong to no export),
+# cannot take the client's lease and state over as if it had rebooted --
+echo 1 > $TRACE/events/nfsd/nfsd_clid_cred_mismatch/enable
+for v in 4.2 4.0; do
+	check "NFSv$v, mtls: mounted, a file held open" mounted_tls "${MTLS/vers=4.2/vers=$v}"
+	exec 7> $M/held-$v
+	info=$(nfsd_sh S "cat /proc/fs/nfsd/clients/*/info")
+	owner=$(sed -n 's/^name: "\(.*\)"$/\1/p' <<< "$info" | grep "NFSv$v .* xprtsec=mtls/" | head -1)
+	echo "$info" | sed 's/^/# /'
+	check "NFSv$v: knfsd shows the client's TLS identity (tls peer: in clients/*/info)" \
+		grep -qE "^tls peer: [0-9a-f]{16}$" <<< "$info"
+	opt=; [ $v = 4.0 ] && opt=-0
+	out=$(ip netns exec C1 nfs4-clientid $opt $TLSH_PLAIN_ADDR "$owner" 2>&1)
+	echo "# nfs4-clientid $opt: $out"
+	check "NFSv$v: a plaintext $([ $v = 4.0 ] && echo SETCLIENTID || echo EXCHANGE_ID) presenting its owner is refused: NFS4ERR_CLID_INUSE" \
+		[ "$out" = NFS4ERR_CLID_INUSE ]
+	check "NFSv$v: ... traced: nfsd_clid_cred_mismatch, the conflict without a TLS identity" \
+		grep -q "nfsd_clid_cred_mismatch: .*conflict=.* tls_peer=0000000000000000 " $TRACE/trace
+	echo kept >&7
+	exec 7>&-
+	check "NFSv$v: ... the client keeps its open file and writes through it" [ "$(cat $M/held-$v)" = kept ]
+	umount $M
+	echo > $TRACE/trace
+done
+
 # --- xprtsec=tls alone: as upstream, only clients that were not
 # authenticated ----------------------------------------------------------
 check "exportfs takes xprtsec=tls" export_policy tls
@@ -85,5 +115,5 @@ check "... write + read back" rw_marker plain
 umount $M
 check "no policy: xprtsec=tls mounts" mounted_tls vers=4.2,xprtsec=tls
 umount $M
-rm -f $TLSH_EXPORT_DIR/tls $TLSH_EXPORT_DIR/mtls $TLSH_EXPORT_DIR/plain
+rm -f $TLSH_EXPORT_DIR/tls $TLSH_EXPORT_DIR/mtls $TLSH_EXPORT_DIR/plain $TLSH_EXPORT_DIR/held-*
 finish

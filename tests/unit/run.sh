@@ -143,7 +143,7 @@ mkpki() {
 	key() { certtool --generate-privkey --key-type ecdsa --outfile "$1"; }
 	key ca.key && key other-ca.key && key srv.key && key other.key &&
 		key expired.key && key client.key && key rpc.key &&
-		key clieku.key && key otherclient.key || return 1
+		key clieku.key && key otherclient.key && key renewed.key || return 1
 	tmpl ca.tmpl 'cn = "tlsh unit test CA"' ca cert_signing_key 'expiration_days = 2'
 	tmpl other-ca.tmpl 'cn = "some other CA"' ca cert_signing_key 'expiration_days = 2'
 	tmpl srv.tmpl 'cn = "server.test"' 'dns_name = "server.test"' \
@@ -177,6 +177,10 @@ mkpki() {
 	certtool --generate-certificate --load-privkey otherclient.key \
 		--load-ca-certificate other-ca.pem --load-ca-privkey other-ca.key \
 		--template otherclient.tmpl --outfile otherclient.pem &&
+	# client.pem renewed: the same names, a new key and serial number
+	certtool --generate-certificate --load-privkey renewed.key \
+		--load-ca-certificate ca.pem --load-ca-privkey ca.key \
+		--template client.tmpl --outfile client-renewed.pem &&
 	certtool --certificate-info --infile srv.pem --outder --outfile srv.der &&
 	certtool --key-info --infile srv.key --outder --outfile srv.key.der &&
 	certtool --to-p8 --load-privkey srv.key --password secret --outfile enc.key &&
@@ -554,13 +558,23 @@ accept_expect "... and the server side received the client's" 0 'received: hello
 
 # (b) a client trust store: a client certificate of its CA is
 # authenticated, one of another CA refused
-sum=$(certtool -i --infile "$pki/client.pem" --outder 2> /dev/null | sha256sum | cut -d' ' -f1)
+dersum=$(certtool -i --infile "$pki/client.pem" --outder 2> /dev/null | sha256sum | cut -d' ' -f1)
 # (no --send: a TLS 1.3 client that sent a certificate waits for the
 # server's verdict, and takes data from the server first for a protocol
 # error, as an RPC server never speaks first)
 pair "$tmp/mtls.conf" -- --cert-file "$pki/client.pem" --key-file "$pki/client.key"
 expect "mTLS server: the client with a certificate of the client trust store's CA completes" 0 'handshake ok: TLS1\.3'
 accept_expect "... is authenticated by its subject, named by a key holding its certificate (tlsh:client:<sha256>)" 0 \
+	"client: CN=client\.test \(identity key [0-9]+: tlsh:client:[0-9a-f]{64}\)"
+sum=$(sed -n 's/.*identity key [0-9]*: tlsh:client:\([0-9a-f]*\)).*/\1/p' <<< "$aout")
+if [ -n "$sum" ] && [ "$sum" != "$dersum" ]; then
+	tap ok "... the key is described by the certificate's names, not by its bytes (not the SHA-256 of the DER)"
+else
+	tap "not ok" "... the key is described by the certificate's names, not by its bytes"
+	echo "description digest '$sum', the DER's $dersum" | diag
+fi
+pair "$tmp/mtls.conf" -- --cert-file "$pki/client-renewed.pem" --key-file "$pki/renewed.key"
+accept_expect "... a renewal of that certificate (the same names, a new key and serial number) names the same client" 0 \
 	"client: CN=client\.test \(identity key [0-9]+: tlsh:client:$sum\)"
 cli_pair -c "$tmp/mtls.conf" -- "" \
 	--x509certfile "$pki/client.pem" --x509keyfile "$pki/client.key"

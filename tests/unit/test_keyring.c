@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <gnutls/crypto.h>
+#include <gnutls/x509.h>
 #include <keyutils.h>
 
 static const char *dir;
@@ -306,7 +307,25 @@ static void test_server_keys(void)
 	/* the key naming a verified client */
 	der = load("srv.der", &dl);
 	found = tlsh_keyring_add_client_cert(der, dl, desc, err, sizeof(err));
-	gnutls_hash_fast(GNUTLS_DIG_SHA256, der, dl, sum);
+	{
+		gnutls_datum_t in = { der, (unsigned int)dl };
+		gnutls_datum_t issuer = { NULL, 0 }, subject = { NULL, 0 };
+		gnutls_x509_crt_t crt;
+		gnutls_hash_hd_t h;
+
+		/* the DER of the issuer's and the subject's names */
+		gnutls_x509_crt_init(&crt);
+		gnutls_x509_crt_import(crt, &in, GNUTLS_X509_FMT_DER);
+		gnutls_x509_crt_get_raw_issuer_dn(crt, &issuer);
+		gnutls_x509_crt_get_raw_dn(crt, &subject);
+		gnutls_hash_init(&h, GNUTLS_DIG_SHA256);
+		gnutls_hash(h, issuer.data, issuer.size);
+		gnutls_hash(h, subject.data, subject.size);
+		gnutls_hash_deinit(h, sum);
+		gnutls_free(issuer.data);
+		gnutls_free(subject.data);
+		gnutls_x509_crt_deinit(crt);
+	}
 	strcpy(want, TLSH_CLIENT_KEY_PREFIX);
 	for (int i = 0; i < 32; i++)
 		snprintf(want + strlen(TLSH_CLIENT_KEY_PREFIX) + 2 * i, 3, "%02x", sum[i]);
@@ -314,9 +333,12 @@ static void test_server_keys(void)
 	CHECK(found > 0 && strcmp(desc, want) == 0 && n == (long)dl &&
 	      memcmp(got, der, dl) == 0 &&
 	      keyctl_search(KEY_SPEC_PROCESS_KEYRING, "user", desc, 0) == found,
-	      "a client's certificate: a user key in the process keyring, described tlsh:client:<sha256 of the DER>");
+	      "a client's certificate: a user key in the process keyring, described tlsh:client:<sha256 of its issuer and subject names>");
 	CHECK(tlsh_keyring_add_client_cert(NULL, 0, desc, err, sizeof(err)) == -EINVAL,
 	      "no certificate, no key: -EINVAL");
+	CHECK(tlsh_keyring_add_client_cert(der, dl / 2, desc, err, sizeof(err)) == -EINVAL &&
+	      strstr(err, "cannot read the client certificate's names"),
+	      "a certificate cut short: no key, -EINVAL, '%s'", err);
 	free(der);
 }
 
