@@ -31,6 +31,7 @@
 #include "ktls.h"
 #include "log.h"
 #include "server.h"
+#include "client-desc.h"
 #include "tap.h"
 #include "util.h"
 
@@ -44,7 +45,6 @@
 #include <unistd.h>
 
 #include <gnutls/crypto.h>
-#include <gnutls/x509.h>
 #include <keyutils.h>
 
 static const char *dir;
@@ -819,28 +819,11 @@ static void server_x509_cases(void)
 	    serial > 0) {
 		const gnutls_datum_t *peer = gnutls_certificate_get_peers(hs.session,
 									  &(unsigned){ 0 });
-		unsigned char sum[32], payload[4096];
+		unsigned char payload[4096];
 		char want[TLSH_CLIENT_KEY_DESC];
 		long n = keyctl_read(serial, (char *)payload, sizeof(payload));
-		gnutls_datum_t issuer = { NULL, 0 }, subject = { NULL, 0 };
-		gnutls_x509_crt_t crt;
-		gnutls_hash_hd_t h;
 
-		/* the issuer's and the subject's DER, one after the other */
-		gnutls_x509_crt_init(&crt);
-		gnutls_x509_crt_import(crt, peer, GNUTLS_X509_FMT_DER);
-		gnutls_x509_crt_get_raw_issuer_dn(crt, &issuer);
-		gnutls_x509_crt_get_raw_dn(crt, &subject);
-		gnutls_hash_init(&h, GNUTLS_DIG_SHA256);
-		gnutls_hash(h, issuer.data, issuer.size);
-		gnutls_hash(h, subject.data, subject.size);
-		gnutls_hash_deinit(h, sum);
-		gnutls_free(issuer.data);
-		gnutls_free(subject.data);
-		gnutls_x509_crt_deinit(crt);
-		strcpy(want, "tlsh:client:");
-		for (int i = 0; i < 32; i++)
-			snprintf(want + 12 + 2 * i, 3, "%02x", sum[i]);
+		want_client_desc(peer, want);
 		CHECK(strcmp(desc, want) == 0 && n == (long)peer->size &&
 		      memcmp(payload, peer->data, peer->size) == 0 &&
 		      keyctl_search(KEY_SPEC_PROCESS_KEYRING, "user", desc, 0) == serial,

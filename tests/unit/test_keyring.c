@@ -13,6 +13,7 @@
 #include "config.h"
 #include "keyring.h"
 #include "server.h"
+#include "client-desc.h"
 #include "tap.h"
 #include "util.h"
 
@@ -24,7 +25,6 @@
 #include <unistd.h>
 
 #include <gnutls/crypto.h>
-#include <gnutls/x509.h>
 #include <keyutils.h>
 
 static const char *dir;
@@ -241,7 +241,7 @@ static void test_keyring(void)
 static void test_server_keys(void)
 {
 	char name[64], err[512], desc[TLSH_CLIENT_KEY_DESC], want[TLSH_CLIENT_KEY_DESC];
-	unsigned char sum[32], got[4096];
+	unsigned char got[4096];
 	struct tlsh_server_psk_file pf;
 	struct config cfg;
 	struct tlsh_psk p;
@@ -307,28 +307,7 @@ static void test_server_keys(void)
 	/* the key naming a verified client */
 	der = load("srv.der", &dl);
 	found = tlsh_keyring_add_client_cert(der, dl, desc, err, sizeof(err));
-	{
-		gnutls_datum_t in = { der, (unsigned int)dl };
-		gnutls_datum_t issuer = { NULL, 0 }, subject = { NULL, 0 };
-		gnutls_x509_crt_t crt;
-		gnutls_hash_hd_t h;
-
-		/* the DER of the issuer's and the subject's names */
-		gnutls_x509_crt_init(&crt);
-		gnutls_x509_crt_import(crt, &in, GNUTLS_X509_FMT_DER);
-		gnutls_x509_crt_get_raw_issuer_dn(crt, &issuer);
-		gnutls_x509_crt_get_raw_dn(crt, &subject);
-		gnutls_hash_init(&h, GNUTLS_DIG_SHA256);
-		gnutls_hash(h, issuer.data, issuer.size);
-		gnutls_hash(h, subject.data, subject.size);
-		gnutls_hash_deinit(h, sum);
-		gnutls_free(issuer.data);
-		gnutls_free(subject.data);
-		gnutls_x509_crt_deinit(crt);
-	}
-	strcpy(want, TLSH_CLIENT_KEY_PREFIX);
-	for (int i = 0; i < 32; i++)
-		snprintf(want + strlen(TLSH_CLIENT_KEY_PREFIX) + 2 * i, 3, "%02x", sum[i]);
+	want_client_desc(&(gnutls_datum_t){ der, (unsigned int)dl }, want);
 	n = found > 0 ? keyctl_read(found, (char *)got, sizeof(got)) : -1;
 	CHECK(found > 0 && strcmp(desc, want) == 0 && n == (long)dl &&
 	      memcmp(got, der, dl) == 0 &&
