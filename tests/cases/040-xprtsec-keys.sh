@@ -201,6 +201,12 @@ check "mountstats: policy=psk, encrypted" policy_is $M psk
 check "knfsd sees the owner named by the PSK identity's digest, not the secret's" \
 	nfsd_owners_are " xprtsec=psk/$(printf %s "$(cat $CERTS/psk.id)" | id_of)\""
 check "read the 16 MiB back over PSK: same data" cmp -s /tmp/r16 $M/r16
+kmark pskremount
+check_fail "remount with a PSK of another identity: refused" \
+	timeout 60 mount -o remount,psk_serial=$pskid $M
+check "... the kernel says why" \
+	kgrep pskremount "psk_serial=$pskid presents another identity than the mount's"
+check "... the mount keeps its PSK" grep -q " $M nfs4 .*xprtsec=psk,psk_serial=$psk" /proc/mounts
 umount $M
 check "knfsd's agent logged the PSK identity" \
 	lgrep psk "server handshake with .* (PSK identity $(cat $CERTS/psk.id)) done"
@@ -249,6 +255,25 @@ check "... /proc/mounts shows the new serials" \
 check "... the mount recovered: I/O works again" timeout 60 touch $M/after-remount
 check "... the data is there" cmp -s /tmp/r16 $M/r16
 check "... and still encrypted" encrypted $M 1
+# the client's identity (its owner string at the server) is made of its
+# certificate's names: a remount may renew the keys, not change who the
+# client is
+kmark otherid
+check_fail "remount with a certificate of other names (tlsh-client-2): refused" \
+	timeout 60 mount -o remount,cert_serial=$cert2,privkey_serial=$key2 $M
+check "... the kernel says why" \
+	kgrep otherid "cert_serial=$cert2 presents another identity than the mount's; unmount to change it"
+check "... /proc/mounts keeps the serials in use" \
+	grep -q " $M nfs4 .*xprtsec=mtls,cert_serial=$cert,privkey_serial=$key" /proc/mounts
+check "... which still authenticate a reconnect" reconnect
+check "... after which I/O works" timeout 60 touch $M/after-otherid
+check "remount with the renewed certificate (same names): accepted" \
+	timeout 60 mount -o remount,cert_serial=$crn,privkey_serial=$krn $M
+check "... /proc/mounts shows the renewed serials" \
+	grep -q " $M nfs4 .*xprtsec=mtls,cert_serial=$crn,privkey_serial=$krn" /proc/mounts
+check "... a reconnect uses them" reconnect
+check "... and I/O works" timeout 60 cmp -s /tmp/r16 $M/r16
+check "... knfsd still sees one owner, the same" nfsd_owners_are " xprtsec=mtls/$cid\""
 timeout 60 umount $M || timeout 60 umount -f -l $M
 
 # --- an unprivileged user and root's keys -------------------------------

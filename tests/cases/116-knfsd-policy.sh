@@ -9,7 +9,8 @@
 # clients that meet it mount; exportfs -v shows the policy; without the
 # option everything is allowed again. An mtls client's NFSv4 client ID
 # is bound to its TLS identity: the same owner from a plaintext
-# connection gets NFS4ERR_CLID_INUSE (NFSv4.1 and 4.0).
+# connection gets NFS4ERR_CLID_INUSE (NFSv4.1 and 4.0), and its sessions
+# cannot be created, bound to, used or destroyed from there.
 # tlsh-vm: timeout=900
 . /tlsh/guest/lib.sh
 . /tlsh/guest/tlsh-lib.sh
@@ -67,6 +68,7 @@ umount $M
 # which no export policy covers, as client IDs belong to no export),
 # cannot take the client's lease and state over as if it had rebooted --
 echo 1 > $TRACE/events/nfsd/nfsd_clid_cred_mismatch/enable
+echo 1 > $TRACE/events/nfsd/nfsd_clid_peer_mismatch/enable
 for v in 4.2 4.0; do
 	check "NFSv$v, mtls: mounted, a file held open" mounted_tls "${MTLS/vers=4.2/vers=$v}"
 	exec 7> $M/held-$v
@@ -82,6 +84,36 @@ for v in 4.2 4.0; do
 		[ "$out" = NFS4ERR_CLID_INUSE ]
 	check "NFSv$v: ... traced: nfsd_clid_cred_mismatch, the conflict without a TLS identity" \
 		grep -q "nfsd_clid_cred_mismatch: .*conflict=.* tls_peer=0000000000000000 " $TRACE/trace
+	# nor use its client ID (not secret: the server's boot time and a
+	# counter), nor, NFSv4.1 on, its sessions: their IDs are the client
+	# ID and a counter, so a host with a session of its own can walk the
+	# ones before it
+	clid=$(nfsd_sh S "for f in /proc/fs/nfsd/clients/*/info; do grep -q 'NFSv$v .*xprtsec=mtls/' \$f && sed -n 's/^clientid: //p' \$f; done" | head -1)
+	# as nfsd's tracepoints show it (cl_boot:cl_id, the u64's halves)
+	traced=$(printf "%08x:%08x" $((clid & 0xffffffff)) $(((clid >> 32) & 0xffffffff)))
+	if [ $v = 4.0 ]; then
+		out=$(ip netns exec C1 nfs4-clientid -r $TLSH_PLAIN_ADDR "$clid" 2>&1)
+		echo "# nfs4-clientid -r $clid: $out"
+		check "NFSv4.0: a plaintext RENEW of its client ID is refused as for an unknown one: NFS4ERR_EXPIRED" \
+			[ "$out" = "RENEW: NFS4ERR_EXPIRED" ]
+		check "NFSv4.0: ... traced: nfsd_clid_peer_mismatch on client $traced, its TLS identity against none" \
+			grep -q "nfsd_clid_peer_mismatch: client $traced tls_peer=[0-9a-f]\{16\}, request tls_peer=0000000000000000 " $TRACE/trace
+	else
+		out=$(ip netns exec C1 nfs4-clientid -s $TLSH_PLAIN_ADDR "$clid" 2>&1)
+		echo "$out" | sed "s/^/# nfs4-clientid -s $clid: /"
+		check "NFSv4.2: a plaintext CREATE_SESSION for its client ID is refused: NFS4ERR_WRONG_CRED" \
+			grep -qx "CREATE_SESSION: NFS4ERR_WRONG_CRED" <<< "$out"
+		check "NFSv4.2: ... its session is found among the session IDs before ours" \
+			grep -q "^session: counter [0-9]" <<< "$out"
+		check "NFSv4.2: ... binding a plaintext connection to it is refused: NFS4ERR_WRONG_CRED" \
+			grep -qx "BIND_CONN_TO_SESSION: NFS4ERR_WRONG_CRED" <<< "$out"
+		check "NFSv4.2: ... SEQUENCE in it from that connection is refused: NFS4ERR_CONN_NOT_BOUND_TO_SESSION" \
+			grep -qx "SEQUENCE: NFS4ERR_CONN_NOT_BOUND_TO_SESSION" <<< "$out"
+		check "NFSv4.2: ... and so is DESTROY_SESSION: NFS4ERR_WRONG_CRED" \
+			grep -qx "DESTROY_SESSION: NFS4ERR_WRONG_CRED" <<< "$out"
+		check "NFSv4.2: ... traced: nfsd_clid_peer_mismatch on client $traced, its TLS identity against none" \
+			grep -q "nfsd_clid_peer_mismatch: client $traced tls_peer=[0-9a-f]\{16\}, request tls_peer=0000000000000000 " $TRACE/trace
+	fi
 	echo kept >&7
 	exec 7>&-
 	check "NFSv$v: ... the client keeps its open file and writes through it" [ "$(cat $M/held-$v)" = kept ]
