@@ -12,6 +12,8 @@
 # open to both, a tls mount after a none mount must not use the none
 # mount's data server connection (in plaintext). Once unmounted, no
 # data server client outlives its mount (a remount used to leave one).
+# A data server whose certificate lacks its address makes I/O wait, but
+# a killed reader or writer ends, and the writer's data is not lost.
 # tlsh-vm: timeout=600
 . /tlsh/guest/lib.sh
 . /tlsh/guest/tlsh-lib.sh
@@ -26,7 +28,7 @@ cleanup() {
 	knfsd_cleanup
 	export_policy ""
 	umount -f -l /mnt/k2 2>/dev/null
-	rm -f $TLSH_EXPORT_DIR/pnfs-[a-e]
+	rm -f $TLSH_EXPORT_DIR/pnfs-[a-f]
 	[ -z "$ring" ] || keyctl unlink "$ring" @u > /dev/null 2>&1
 }
 trap cleanup EXIT
@@ -180,6 +182,56 @@ check "... over a TLS connection of its own to the data server" \
 let_go /mnt/k2
 let_go $M
 check "both unmounted: no client or connection is left" wait_for 30 none_left
+
+# a data server the client cannot authenticate: knfsd's certificate names
+# plain.test only, not the address its layouts give, so every data
+# server handshake fails and I/O waits as for a data server that is
+# down (nfs-xprtsec(7)). Waiting is all it may do: a killed reader or
+# writer ends at once, and the killed writer's data, still cached, is
+# written once the data server can be authenticated again
+no_agent() { [ "$(helpers)" = 0 ]; }
+# ended PID: PID (a child of ours) has exited
+ended() {
+	local st
+	st=$(awk '{print $3}' /proc/$1/stat 2>/dev/null)
+	[ -z "$st" ] || [ "$st" = Z ]
+}
+ds_refused() {
+	dmesg_since pnfs-name | grep -q "TLS handshake with $TLSH_PLAIN_ADDR .*failed: server certificate not trusted"
+}
+wait_for 30 no_agent
+knfsd_tls_setup "server-certificate = $CERTS/knfsd-nameonly.pem
+server-private-key = $CERTS/knfsd-nameonly-key.pem"
+kmark pnfs-name
+check "xprtsec=tls mount of the pNFS export, knfsd's certificate naming plain.test only" \
+	nfs_mount vers=4.2,xprtsec=tls $P $M
+echo 3 > /proc/sys/vm/drop_caches
+cat $M/pnfs-d > /dev/null 2>&1 &
+rpid=$!
+check "a reader: the data server's handshakes fail (its address is not in the certificate)" \
+	wait_for 60 ds_refused
+check "... the reader waits for the data server" sh -c "sleep 2; kill -0 $rpid && ! grep -q '^State:.*zombie' /proc/$rpid/status"
+kill -9 $rpid
+check "... killed, it ends within 10 s" wait_for 10 ended $rpid
+wait $rpid 2>/dev/null
+dd if=/tmp/pnfs-data of=$M/pnfs-f bs=1M conv=fsync status=none 2>/dev/null &
+wpid=$!
+check "a writer (dd, then fsync) waits for the data server too" \
+	sh -c "sleep 3; kill -0 $wpid && ! grep -q '^State:.*zombie' /proc/$wpid/status"
+kill -9 $wpid
+check "... killed, it ends within 10 s" wait_for 10 ended $wpid
+wait $wpid 2>/dev/null
+# the certificate fixed (an agent started anew reads it)
+tlsh_config "$KNFSD_CONF"
+pkill -x tlsh-helper
+written=0
+timeout $((120 * TLSH_SLOWDOWN)) sync && written=1
+check "the certificate fixed: sync writes the killed writer's cached data" [ $written = 1 ]
+check "... all of it reached the server" cmp -s /tmp/pnfs-data $TLSH_EXPORT_DIR/pnfs-f
+check "... through the data server, authenticated by its address" \
+	lgrep pnfs-name "handshake with $TLSH_PLAIN_ADDR:2049 ($TLSH_PLAIN_ADDR) done"
+let_go $M
+check "unmounted: no client or connection is left" wait_for 30 none_left
 
 if [ "${TLSH_FAILED:-0}" != 0 ]; then
 	echo "# --- kernel and helper log, layout and data server events"

@@ -37,6 +37,10 @@
 #                        the guest's end of the peer link (IP
 #                        198.51.100.2, 2001:db8:1::2); signed by ca.pem
 #   knfsd-key.pem
+#   knfsd-nameonly.pem   as knfsd.pem, but DNS plain.test only: a pNFS
+#                        data server named by its address in a layout
+#                        cannot be authenticated with it
+#   knfsd-nameonly-key.pem
 #   ref.pem              the upstream reference peer VM's server cert
 #                        (tests/peer): DNS ref.test, IP 198.51.100.1,
 #                        IP 2001:db8:1::1; signed by ca.pem
@@ -75,6 +79,7 @@ FILES=(ca.pem ca-key.pem other-ca.pem other-ca-key.pem
 	client2.pem client2-key.pem client-renewed.pem client-renewed-key.pem
 	client.der
 	ref.pem ref-key.pem ref-untrusted.pem ref-untrusted-key.pem knfsd.pem knfsd-key.pem
+	knfsd-nameonly.pem knfsd-nameonly-key.pem
 	psk.txt psk.id psk.key server-chain100.pem server-chain100-key.pem)
 
 mkdir -p "$out"
@@ -148,6 +153,8 @@ leaf knfsd ca 'cn = "plain.test"' 'organization = "tlsh tests"' \
 	'ip_address = "2001:db8::2"' 'ip_address = "198.51.100.2"' \
 	'ip_address = "2001:db8:1::2"' 'tls_www_server' 'signing_key' \
 	"${VALID[@]}"
+leaf knfsd-nameonly ca 'cn = "plain.test"' 'organization = "tlsh tests"' \
+	'dns_name = "plain.test"' 'tls_www_server' 'signing_key' "${VALID[@]}"
 leaf ref-untrusted other-ca "${REF[@]}" "${VALID[@]}"
 leaf client ca 'cn = "tlsh-client"' 'organization = "tlsh tests"' \
 	'tls_www_client' 'signing_key' "${VALID[@]}"
