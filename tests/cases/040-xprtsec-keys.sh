@@ -271,8 +271,8 @@ check "remount with the renewed certificate (same names): accepted" \
 	timeout 60 mount -o remount,cert_serial=$crn,privkey_serial=$krn $M
 check "... /proc/mounts shows the renewed serials" \
 	grep -q " $M nfs4 .*xprtsec=mtls,cert_serial=$crn,privkey_serial=$krn" /proc/mounts
-check "... a reconnect uses them" reconnect
-check "... and I/O works" timeout 60 cmp -s /tmp/r16 $M/r16
+check "... the mount's transport told to reconnect" reconnect
+check "... and I/O works after it (a handshake with the renewed keys)" timeout 60 cmp -s /tmp/r16 $M/r16
 check "... knfsd still sees one owner, the same" nfsd_owners_are " xprtsec=mtls/$cid\""
 timeout 60 umount $M || timeout 60 umount -f -l $M
 
