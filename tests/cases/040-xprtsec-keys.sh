@@ -272,7 +272,7 @@ check "remount with the renewed certificate (same names): accepted" \
 check "... /proc/mounts shows the renewed serials" \
 	grep -q " $M nfs4 .*xprtsec=mtls,cert_serial=$crn,privkey_serial=$krn" /proc/mounts
 check "... the mount's transport told to reconnect" reconnect
-check "... and I/O works after it (a handshake with the renewed keys)" timeout 60 cmp -s /tmp/r16 $M/r16
+check "... and I/O works after it (a handshake with the renewed keys)" timeout 60 touch $M/after-renewed
 check "... knfsd still sees one owner, the same" nfsd_owners_are " xprtsec=mtls/$cid\""
 timeout 60 umount $M || timeout 60 umount -f -l $M
 
@@ -310,7 +310,7 @@ umount /mnt/v 2>/dev/null
 sed -i '/ \/mnt\/[uv] /d' /etc/fstab
 chmod u-s /usr/sbin/mount.nfs
 
-rm -f $TLSH_EXPORT_DIR/r16
+rm -f $TLSH_EXPORT_DIR/r16 $TLSH_EXPORT_DIR/after-*
 check "no kernel log line reports plaintext for an authenticated mount" sh -c "! dmesg | grep -q 'xprtsec=mtls continues\|xprtsec=psk continues'"
 
 if [ "${TLSH_FAILED:-0}" != 0 ]; then
