@@ -190,12 +190,9 @@ check "both unmounted: no client or connection is left" wait_for 30 none_left
 # writer ends at once, and the killed writer's data, still cached, is
 # written once the data server can be authenticated again
 no_agent() { [ "$(helpers)" = 0 ]; }
-# ended PID: PID (a child of ours) has exited
-ended() {
-	local st
-	st=$(awk '{print $3}' /proc/$1/stat 2>/dev/null)
-	[ -z "$st" ] || [ "$st" = Z ]
-}
+ended() { ! alive "$1"; }
+# still_after SECS PID: PID is still running SECS seconds from now
+still_after() { sleep "$1"; alive "$2"; }
 # ends_killed PID: PID ends within 10 s (reaped); if not, the stacks of
 # the tasks in D state are printed
 ends_killed() {
@@ -225,13 +222,12 @@ cat $M/pnfs-d > /dev/null 2>&1 &
 rpid=$!
 check "a reader: the data server's handshakes fail (its address is not in the certificate)" \
 	wait_for 60 ds_refused
-check "... the reader waits for the data server" sh -c "sleep 2; kill -0 $rpid && ! grep -q '^State:.*zombie' /proc/$rpid/status"
+check "... the reader waits for the data server" still_after 2 $rpid
 kill -9 $rpid
 check "... killed, it ends within 10 s" ends_killed $rpid
 dd if=/tmp/pnfs-data of=$M/pnfs-f bs=1M conv=fsync status=none 2>/dev/null &
 wpid=$!
-check "a writer (dd, then fsync) waits for the data server too" \
-	sh -c "sleep 3; kill -0 $wpid && ! grep -q '^State:.*zombie' /proc/$wpid/status"
+check "a writer (dd, then fsync) waits for the data server too" still_after 3 $wpid
 kill -9 $wpid
 check "... killed, it ends within 10 s (its files flushed on exit do not wait either)" \
 	ends_killed $wpid

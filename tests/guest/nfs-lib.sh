@@ -215,7 +215,7 @@ nfsd_tls() { nfsd_tls_ns S "$@"; }
 server_agents() {
 	local p n=0
 	for p in $(sed -n "s/.*tlsh-helper\[\([0-9]*\)\]: serving network namespace $(stat -L -c %i /run/netns/S) .*/\1/p" /var/log/messages); do
-		[ -d /proc/$p ] && [ "$(awk '{print $3}' /proc/$p/stat 2>/dev/null)" != Z ] && n=$((n + 1))
+		alive $p && n=$((n + 1))
 	done
 	echo $n
 }

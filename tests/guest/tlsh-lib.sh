@@ -82,13 +82,21 @@ hs() {
 	echo "$*" > /debug/tlsh_test/run && cat /debug/tlsh_test/run
 }
 
+# alive PID: PID is a process that has not exited (gone, or a zombie
+# that nobody reaped: the guest's init, a shell, reaps none)
+alive() {
+	local st
+	st=$(awk '{print $3}' /proc/$1/stat 2>/dev/null)
+	[ -n "$st" ] && [ "$st" != Z ]
+}
+
 # helpers: number of live tlsh-helper processes (the agents and their
 # handshake processes; not the zombies of a killed agent's handshake
-# processes, which the guest's init, a shell, does not reap)
+# processes)
 helpers() {
 	local p n=0
 	for p in $(pgrep -x tlsh-helper); do
-		[ "$(awk '{print $3}' /proc/$p/stat 2>/dev/null)" = Z ] || n=$((n + 1))
+		alive $p && n=$((n + 1))
 	done
 	echo $n
 }

@@ -70,6 +70,7 @@
 struct xdr {
 	uint8_t buf[4096];
 	size_t len;
+	uint32_t xid;			/* the call's, set by compound() */
 };
 
 /* a COMPOUND reply: its first operation's status, and where its result is */
@@ -149,12 +150,21 @@ static int skip_opaque(struct reply *r)
 	return 0;
 }
 
+static uint32_t next_xid(void)
+{
+	static uint32_t xid;
+
+	if (!xid)
+		xid = (uint32_t)random();
+	return ++xid;
+}
+
 /* A COMPOUND call of @minor with one operation, up to its arguments */
-static void compound(struct xdr *x, uint32_t xid, uint32_t minor,
-		     uint32_t op)
+static void compound(struct xdr *x, uint32_t minor, uint32_t op)
 {
 	x->len = 4;			/* record mark, set by call() */
-	put32(x, xid);
+	x->xid = next_xid();
+	put32(x, x->xid);
 	put32(x, 0);			/* CALL */
 	put32(x, 2);			/* RPC version */
 	put32(x, NFS_PROGRAM);
@@ -179,7 +189,7 @@ static void compound(struct xdr *x, uint32_t xid, uint32_t minor,
  * Send @x and read the reply into @r: 0 with r->status the operation's
  * status and r->off at its result, or 1 (the error printed)
  */
-static int call(struct xdr *x, uint32_t xid, struct reply *r)
+static int call(struct xdr *x, struct reply *r)
 {
 	uint32_t mark = htonl(0x80000000u | (uint32_t)(x->len - 4));
 	int64_t cstatus, count;
@@ -201,7 +211,7 @@ static int call(struct xdr *x, uint32_t xid, struct reply *r)
 	}
 	r->off = 0;
 	/* xid, REPLY, MSG_ACCEPTED, verifier, SUCCESS, then COMPOUND4res */
-	if (get32(r) != xid || get32(r) != 1 || get32(r) != 0 || get32(r) < 0 ||
+	if (get32(r) != x->xid || get32(r) != 1 || get32(r) != 0 || get32(r) < 0 ||
 	    skip_opaque(r) || get32(r) != 0) {
 		fprintf(stderr, "nfs4-clientid: the server did not accept the call\n");
 		return 1;
@@ -250,15 +260,6 @@ static const char *status_name(int64_t status)
 	return other;
 }
 
-static uint32_t next_xid(void)
-{
-	static uint32_t xid;
-
-	if (!xid)
-		xid = (uint32_t)random();
-	return ++xid;
-}
-
 static void random_bytes(uint8_t *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -269,11 +270,10 @@ static void random_bytes(uint8_t *p, size_t n)
 static int get_clientid(uint32_t minor, const char *owner, struct reply *r)
 {
 	struct xdr x;
-	uint32_t xid = next_xid();
 	uint8_t verf[8];
 
 	random_bytes(verf, sizeof(verf));
-	compound(&x, xid, minor, minor ? OP_EXCHANGE_ID : OP_SETCLIENTID);
+	compound(&x, minor, minor ? OP_EXCHANGE_ID : OP_SETCLIENTID);
 	put_fixed(&x, verf, sizeof(verf));
 	put_opaque(&x, owner, strlen(owner));
 	if (minor) {
@@ -286,7 +286,7 @@ static int get_clientid(uint32_t minor, const char *owner, struct reply *r)
 		put_opaque(&x, "192.0.2.99.3.255", 16);
 		put32(&x, 1);		/* callback_ident */
 	}
-	return call(&x, xid, r);
+	return call(&x, r);
 }
 
 static void put_channel_attrs(struct xdr *x, uint32_t maxreq, uint32_t maxresp,
@@ -306,9 +306,8 @@ static int create_session(const uint8_t clientid[8], uint32_t seqid,
 			  struct reply *r)
 {
 	struct xdr x;
-	uint32_t xid = next_xid();
 
-	compound(&x, xid, 1, OP_CREATE_SESSION);
+	compound(&x, 1, OP_CREATE_SESSION);
 	put_fixed(&x, clientid, 8);
 	put32(&x, seqid);
 	put32(&x, 0);			/* no flags: no back channel */
@@ -317,7 +316,7 @@ static int create_session(const uint8_t clientid[8], uint32_t seqid,
 	put32(&x, 0x40000000);		/* callback program */
 	put32(&x, 1);			/* one security parameter: */
 	put32(&x, 0);			/* AUTH_NONE */
-	return call(&x, xid, r);
+	return call(&x, r);
 }
 
 /* A one-operation COMPOUND on @sessionid: BIND_CONN, DESTROY_SESSION */
@@ -325,50 +324,39 @@ static int session_op(uint32_t op, const uint8_t sessionid[SESSIONID_SIZE],
 		      struct reply *r)
 {
 	struct xdr x;
-	uint32_t xid = next_xid();
 
-	compound(&x, xid, 1, op);
+	compound(&x, 1, op);
 	put_fixed(&x, sessionid, SESSIONID_SIZE);
 	if (op == OP_BIND_CONN_TO_SESSION) {
 		put32(&x, 1);		/* CDFC4_FORE */
 		put32(&x, 0);		/* not RDMA */
 	}
-	return call(&x, xid, r);
+	return call(&x, r);
 }
 
 static int sequence(const uint8_t sessionid[SESSIONID_SIZE], uint32_t seqid,
 		    struct reply *r)
 {
 	struct xdr x;
-	uint32_t xid = next_xid();
 
-	compound(&x, xid, 1, OP_SEQUENCE);
+	compound(&x, 1, OP_SEQUENCE);
 	put_fixed(&x, sessionid, SESSIONID_SIZE);
 	put32(&x, seqid);
 	put32(&x, 0);			/* slot */
 	put32(&x, 0);			/* highest slot */
 	put32(&x, 0);			/* do not cache */
-	return call(&x, xid, r);
+	return call(&x, r);
 }
 
-static int destroy_clientid(const uint8_t clientid[8], struct reply *r)
+/* A one-operation COMPOUND on a client ID: DESTROY_CLIENTID, RENEW (4.0) */
+static int clientid_op(uint32_t minor, uint32_t op, const uint8_t clientid[8],
+		       struct reply *r)
 {
 	struct xdr x;
-	uint32_t xid = next_xid();
 
-	compound(&x, xid, 1, OP_DESTROY_CLIENTID);
+	compound(&x, minor, op);
 	put_fixed(&x, clientid, 8);
-	return call(&x, xid, r);
-}
-
-static int renew(const uint8_t clientid[8], struct reply *r)
-{
-	struct xdr x;
-	uint32_t xid = next_xid();
-
-	compound(&x, xid, 0, OP_RENEW);
-	put_fixed(&x, clientid, 8);
-	return call(&x, xid, r);
+	return call(&x, r);
 }
 
 /* knfsd's struct nfsd4_sessionid: the client ID, a counter, 0 */
@@ -382,17 +370,14 @@ static void make_sessionid(uint8_t sessionid[SESSIONID_SIZE],
 	memcpy(sessionid + 12, &zero, 4);
 }
 
-static int sessions(uint64_t clid, unsigned long max)
+static int sessions(const uint8_t victim[8], unsigned long max)
 {
 	static struct reply r;
-	uint8_t own[8], victim[8], own_session[SESSIONID_SIZE], sid[SESSIONID_SIZE];
+	uint8_t own[8], own_session[SESSIONID_SIZE], sid[SESSIONID_SIZE];
 	uint32_t seqid, counter, n;
 	int64_t v;
 	char owner[64];
 	int found = 0;
-
-	/* /proc shows the client ID's bytes as the server's u64 */
-	memcpy(victim, &clid, sizeof(victim));
 
 	/* a client ID and a session of our own */
 	snprintf(owner, sizeof(owner), "nfs4-clientid %ld", (long)getpid());
@@ -447,7 +432,7 @@ static int sessions(uint64_t clid, unsigned long max)
 
 	/* leave no client ID of ours behind */
 	if (session_op(OP_DESTROY_SESSION, own_session, &r) ||
-	    destroy_clientid(own, &r))
+	    clientid_op(1, OP_DESTROY_CLIENTID, own, &r))
 		return 1;
 	return 0;
 }
@@ -460,6 +445,7 @@ int main(int argc, char **argv)
 	int mode = 1, argi = 1;
 	unsigned long max = 4096;
 	uint64_t clid = 0;
+	uint8_t victim[8];
 	char *end = NULL;
 
 	if (argc >= 2 && !strcmp(argv[1], "-0")) {
@@ -492,18 +478,16 @@ int main(int argc, char **argv)
 		perror("nfs4-clientid: connect");
 		return 2;
 	}
+	/* /proc shows the client ID's bytes as the server's u64 */
+	memcpy(victim, &clid, sizeof(victim));
 	if (mode == 'r') {
-		/* /proc shows the client ID's bytes as the server's u64 */
-		uint8_t victim[8];
-
-		memcpy(victim, &clid, sizeof(victim));
-		if (renew(victim, &r))
+		if (clientid_op(0, OP_RENEW, victim, &r))
 			return 1;
 		printf("RENEW: %s\n", status_name(r.status));
 		return 0;
 	}
 	if (mode == 's')
-		return sessions(clid, max);
+		return sessions(victim, max);
 	if (get_clientid((uint32_t)mode, argv[argi + 1], &r))
 		return 1;
 	printf("%s\n", status_name(r.status));
