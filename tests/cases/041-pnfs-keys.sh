@@ -13,7 +13,8 @@
 # mount's data server connection (in plaintext). Once unmounted, no
 # data server client outlives its mount (a remount used to leave one).
 # A data server whose certificate lacks its address makes I/O wait, but
-# a killed reader or writer ends, and the writer's data is not lost.
+# a killed reader or writer ends, and the writer's data is not lost; on
+# a soft mount, reads and writes fail with EIO in bounded time instead.
 # tlsh-vm: timeout=600
 . /tlsh/guest/lib.sh
 . /tlsh/guest/tlsh-lib.sh
@@ -28,7 +29,7 @@ cleanup() {
 	knfsd_cleanup
 	export_policy ""
 	umount -f -l /mnt/k2 2>/dev/null
-	rm -f $TLSH_EXPORT_DIR/pnfs-[a-f]
+	rm -f $TLSH_EXPORT_DIR/pnfs-[a-g]
 	[ -z "$ring" ] || keyctl unlink "$ring" @u > /dev/null 2>&1
 }
 trap cleanup EXIT
@@ -242,6 +243,40 @@ check "... through the data server, authenticated by its address" \
 	lgrep pnfs-name "handshake with $TLSH_PLAIN_ADDR:2049 ($TLSH_PLAIN_ADDR) done"
 let_go $M
 check "unmounted: no client or connection is left" wait_for 30 none_left
+
+# A soft mount does not wait on: once its major timeout (timeo=30,
+# retrans=1: 6 s) has passed, a read fails with EIO and a write's fsync
+# reports EIO, and umount does not wait for the data server either.
+# The bound checked is generous (no hang), not a timing target.
+# soft_fails NAME CMD...: CMD fails within 60 s (times the slowdown)
+# with "Input/output error"
+soft_fails() {
+	local name=$1 t0 out rc
+	shift
+	t0=$(date +%s)
+	out=$(timeout $((90 * TLSH_SLOWDOWN)) "$@" 2>&1 > /dev/null)
+	rc=$?
+	t0=$(($(date +%s) - t0))
+	check "$name fails with EIO (exit $rc: ${out##*: })" \
+		sh -c '[ "$1" != 0 ] && [ "$1" != 124 ] && [ "${2##*: }" = "Input/output error" ]' \
+		sh "$rc" "$out"
+	check "... within 60 s ($t0 s)" [ $t0 -le $((60 * TLSH_SLOWDOWN)) ]
+}
+wait_for 30 no_agent
+tlsh_config "server-certificate = $CERTS/knfsd-nameonly.pem
+server-private-key = $CERTS/knfsd-nameonly-key.pem"
+echo 1 > $TRACE/events/nfs4/ff_layout_ds_give_up/enable
+kmark pnfs-soft
+check "a soft mount (timeo=30,retrans=1) of the export, the certificate naming plain.test only" \
+	nfs_mount vers=4.2,xprtsec=tls,soft,timeo=30,retrans=1 $P $M
+echo 3 > /proc/sys/vm/drop_caches
+soft_fails "... a reader" cat $M/pnfs-d
+soft_fails "... a writer's fsync" dd if=/tmp/pnfs-data of=$M/pnfs-g bs=1M conv=fsync status=none
+check "... the client traced giving up on the data server" \
+	grep -q "ff_layout_ds_give_up: error=-5 " $TRACE/trace
+check "... umount does not wait for the data server" timeout $((60 * TLSH_SLOWDOWN)) umount $M
+check "... no client or connection is left" wait_for 30 none_left
+tlsh_config "$KNFSD_CONF"
 
 if [ "${TLSH_FAILED:-0}" != 0 ]; then
 	echo "# --- kernel and helper log, layout and data server events"
