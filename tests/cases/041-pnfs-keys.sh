@@ -213,8 +213,11 @@ ds_refused() {
 	dmesg_since pnfs-name | grep -q "TLS handshake with $TLSH_PLAIN_ADDR .*failed: server certificate not trusted"
 }
 wait_for 30 no_agent
-knfsd_tls_setup "server-certificate = $CERTS/knfsd-nameonly.pem
+# knfsd's certificate naming plain.test only, not the address its
+# layouts give the data server by
+NAMEONLY_CONF="server-certificate = $CERTS/knfsd-nameonly.pem
 server-private-key = $CERTS/knfsd-nameonly-key.pem"
+knfsd_tls_setup "$NAMEONLY_CONF"
 kmark pnfs-name
 check "xprtsec=tls mount of the pNFS export, knfsd's certificate naming plain.test only" \
 	nfs_mount vers=4.2,xprtsec=tls $P $M
@@ -251,20 +254,19 @@ check "unmounted: no client or connection is left" wait_for 30 none_left
 # soft_fails NAME CMD...: CMD fails within 60 s (times the slowdown)
 # with "Input/output error"
 soft_fails() {
-	local name=$1 t0 out rc
+	local name=$1 t0 secs out rc
 	shift
 	t0=$(date +%s)
 	out=$(timeout $((90 * TLSH_SLOWDOWN)) "$@" 2>&1 > /dev/null)
 	rc=$?
-	t0=$(($(date +%s) - t0))
+	secs=$(($(date +%s) - t0))
 	check "$name fails with EIO (exit $rc: ${out##*: })" \
 		sh -c '[ "$1" != 0 ] && [ "$1" != 124 ] && [ "${2##*: }" = "Input/output error" ]' \
 		sh "$rc" "$out"
-	check "... within 60 s ($t0 s)" [ $t0 -le $((60 * TLSH_SLOWDOWN)) ]
+	check "... within 60 s ($secs s)" [ $secs -le $((60 * TLSH_SLOWDOWN)) ]
 }
 wait_for 30 no_agent
-tlsh_config "server-certificate = $CERTS/knfsd-nameonly.pem
-server-private-key = $CERTS/knfsd-nameonly-key.pem"
+tlsh_config "$NAMEONLY_CONF"
 echo 1 > $TRACE/events/nfs4/ff_layout_ds_give_up/enable
 kmark pnfs-soft
 check "a soft mount (timeo=30,retrans=1) of the export, the certificate naming plain.test only" \
