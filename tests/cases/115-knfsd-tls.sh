@@ -11,7 +11,9 @@
 # a certificate (ENOKEY) turns TLS off for the namespace, with one kernel
 # line, and auto clients go on in plaintext. The server's agent killed
 # in the middle of a handshake: that connection is closed at once, knfsd
-# serves the next client.
+# serves the next client. A flood of 64 clients that stop after STARTTLS:
+# C1 is served meanwhile, each stalled connection is closed at the
+# handshake deadline with one log line, and no agent process is left.
 # tlsh-vm: timeout=900
 . /tlsh/guest/lib.sh
 . /tlsh/guest/tlsh-lib.sh
@@ -171,21 +173,22 @@ keyctl unlink "$ring" @u > /dev/null 2>&1 || keyctl unlink "$ring" > /dev/null 2
 new_config "$SERVER_CONF"
 
 # --- the server's agent killed mid-handshake ------------------------------
-# stall_client: from C1, an AUTH_TLS NULL probe to knfsd; on STARTTLS, no
-# ClientHello: hold the connection until the server closes it (at most
-# 25 s). Writes "starttls=0|1 eof=SECONDS" to $A/stall.out
+# stall_client NAME [SECONDS]: an AUTH_TLS NULL probe to knfsd; on
+# STARTTLS, no ClientHello: hold the connection until the server closes it
+# (at most SECONDS, default 25). Writes "starttls=0|1" to $A/NAME.starttls,
+# then "eof=SECONDS" (how long the connection stayed open) to $A/NAME.eof
 stall_client() {
 	local t0
 	exec 3<>/dev/tcp/$TLSH_PLAIN_ADDR/2049 || return 1
 	printf '\x80\x00\x00\x28\x54\x4c\x53\x48\x00\x00\x00\x00\x00\x00\x00\x02\x00\x01\x86\xa3\x00\x00\x00\x04\x00\x00\x00\x00\x00\x00\x00\x07\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00' >&3
 	if timeout 10 head -c 36 <&3 | grep -aq STARTTLS; then
-		echo starttls=1 > $A/stall.starttls
+		echo starttls=1 > $A/$1.starttls
 	else
-		echo starttls=0 > $A/stall.starttls
+		echo starttls=0 > $A/$1.starttls
 	fi
 	t0=$(date +%s)
-	timeout 25 cat <&3 > /dev/null
-	echo "eof=$(( $(date +%s) - t0 ))" > $A/stall.eof
+	timeout ${2:-25} cat <&3 > /dev/null
+	echo "eof=$(( $(date +%s) - t0 ))" > $A/$1.eof
 	exec 3<&-
 }
 # handshake_pending: the agent's handshake process for the stalled client
@@ -199,7 +202,7 @@ no_conn_from_c1() {
 rm -f $A/stall.*
 kmark stall
 fails0=$(grep " svc_tls_done:" $TRACE/trace | grep -vc "status=0 ")
-stall_client &
+stall_client stall &
 stall=$!
 check "a client that stops after STARTTLS: knfsd answered STARTTLS" wait_for 15 grep -q starttls=1 $A/stall.starttls
 check "... and its handshake is with the server's agent" wait_for 15 handshake_pending
@@ -216,6 +219,56 @@ check "... no connection from that client is left on the server" no_conn_from_c1
 check "knfsd keeps serving: the next xprtsec=tls mount works (a new agent)" mounted_tls vers=4.2,xprtsec=tls
 check "... write + read back" rw_marker after-kill
 umount $M
+
+# --- a flood of clients that stop after STARTTLS ---------------------------
+# NF connections from C2 each get STARTTLS and then send nothing: NF server
+# handshakes wait in the agent (a process each) until the agent's
+# handshake timeout (handshake-timeout = 10 here; the kernel's deadline,
+# 20 s, is the backstop). knfsd and the agent must go on serving C1
+# meanwhile, then close every stalled connection at that timeout, with one
+# log line each, and leave nothing behind.
+NF=64
+flood_conns() { ip netns exec S ss -tn state established "( sport = :2049 )" | grep -c "192.0.2.12:"; }
+flood_answered() { [ "$(cat $A/flood*.starttls 2>/dev/null | grep -c starttls=1)" = $NF ]; }
+flood_pending() { [ "$(log_since flood | grep -c '192.0.2.12:[0-9]* (no peer name): x509 server handshake')" = $NF ]; }
+flood_closed() { [ "$(cat $A/flood*.eof 2>/dev/null | wc -l)" = $NF ]; }
+# svc_tls_done lines after the first $1, for clients matching $2
+tls_done_since() { grep " svc_tls_done:" $TRACE/trace | tail -n +$(( $1 + 1 )) | grep "client=$2"; }
+rm -f $A/flood*
+export -f stall_client
+export A TLSH_PLAIN_ADDR
+done0=$(grep -c " svc_tls_done:" $TRACE/trace)
+kmark flood
+t0=$(date +%s)
+for i in $(seq $NF); do
+	ip netns exec C2 bash -c "stall_client flood$i 90" &
+done
+check "$NF clients from C2 that stop after STARTTLS: all answered STARTTLS" \
+	wait_for 30 flood_answered
+check "... each handshake is in the server's agent" \
+	wait_for 30 flood_pending
+check "meanwhile an xprtsec=tls mount from C1 works" mounted_tls vers=4.2,xprtsec=tls
+check "... write + read back" rw_marker flood
+umount $M
+tls_done_since $done0 > $A/flood.done
+echo "# C1 mounted and wrote $(( $(date +%s) - t0 )) s after the flood began"
+# how many of the flood's handshakes had ended when C1's was done
+before=$(awk '/client=192.0.2.12:/ { n++ } /client=192.0.2.11:/ && /status=0 / { print n + 0; exit }' $A/flood.done)
+echo "# C1's handshake was done after ${before:-?} of the flood's $NF had ended"
+check "... C1's handshake did not wait for the flood's (trace order)" [ "${before:-$NF}" -lt $NF ]
+check "knfsd closes every stalled connection" wait_for 60 flood_closed
+wait
+eofs=$(sed 's/eof=//' $A/flood*.eof | sort -n)
+echo "# the stalled connections stayed open for $(head -1 <<< "$eofs") to $(tail -1 <<< "$eofs") s"
+check "... at the agent's timeout: none before 5 s (none refused), none after 25 s" \
+	[ "$(awk '$1 < 5 || $1 > 25' <<< "$eofs" | wc -l)" = 0 ]
+check "... every one failed in the trace (svc_tls_done with an error)" \
+	[ "$(tls_done_since $done0 192.0.2.12: | grep -vc 'status=0 ')" = $NF ]
+check "... no connection from C2 is left on the server" [ "$(flood_conns)" = 0 ]
+check "... the agent logged one line per handshake, with the reason" \
+	[ "$(log_since flood | grep -c 'server handshake with 192.0.2.12:[0-9]* failed: handshake timed out after 10000 ms')" = $NF ]
+check "... then no agent nor handshake process is left (idle exit)" \
+	wait_for 30 sh -c '! pgrep -x tlsh-helper > /dev/null'
 
 # --- off again -----------------------------------------------------------
 check "echo 0 turns it off" [ "$(nfsd_tls 0)" = 0 ]
