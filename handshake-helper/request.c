@@ -23,6 +23,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* How long before the kernel's deadline a handshake that deadline bounds
+ * ends (ms) */
+#define TLSH_DEADLINE_MARGIN_MS	500
+
 /* An int option.  0 or -errno (getsockopt()'s; -EINVAL: a bad length) */
 static int get_int(int fd, int opt, const char *name, int *v, char *err,
 		   size_t errlen)
@@ -189,14 +193,20 @@ int tlsh_request_read(int fd, const struct config *cfg, struct tlsh_request *r,
 	}
 
 	r->timeout_ms = cfg->handshake_timeout * 1000u;
-	/* a __u32 of at most the kernel's deadline, so it fits an int */
+	/* a __u32 of at most the kernel's deadline, so it fits an int.
+	 * When the kernel's deadline comes first, the handshake ends a
+	 * little before it: the agent then fails it as timed out, and says
+	 * so, rather than finding the connection closed under it by the
+	 * kernel's backstop ("connection reset" in the log). */
 	ret = get_int(fd, TLSH_TIMEOUT_MS, "TLSH_TIMEOUT_MS", &v, err, errlen);
+	r->read_ms = tlsh_now_ms();
 	if (ret == -ENOPROTOOPT)
 		log_debug("%s: kernel has no TLSH_TIMEOUT_MS", r->peer);
 	else if (ret)
 		return ret;
-	else if ((uint32_t)v < r->timeout_ms)
-		r->timeout_ms = (uint32_t)v;
+	else if ((uint32_t)v < r->timeout_ms + TLSH_DEADLINE_MARGIN_MS)
+		r->timeout_ms = (uint32_t)v > TLSH_DEADLINE_MARGIN_MS ?
+				(uint32_t)v - TLSH_DEADLINE_MARGIN_MS : 0;
 	return 0;
 }
 
@@ -396,6 +406,8 @@ void tlsh_request_serve(int fd, void *arg)
 				   sizeof(err));
 	}
 	if (!status) {
+		uint64_t elapsed;
+
 		memset(&p, 0, sizeof(p));
 		p.type = r.type;
 		p.priorities = r.priorities;
@@ -409,7 +421,10 @@ void tlsh_request_serve(int fd, void *arg)
 			p.psk_lookup = tlsh_server_psk_from_keyring;
 			p.psk_lookup_arg = &psk_ring;
 		}
-		p.timeout_ms = r.timeout_ms;
+		/* what is left of it after loading the keys */
+		elapsed = tlsh_now_ms() - r.read_ms;
+		p.timeout_ms = r.timeout_ms > elapsed ?
+			       r.timeout_ms - (unsigned)elapsed : 0;
 		p.auth_optional = r.auth_optional;
 		t_hs = tlsh_now_us();
 		status = tlsh_hs_run(&hs, fd, &p, err, sizeof(err));

@@ -24,7 +24,8 @@ struct tlsh_request {
 	int32_t cert;
 	int32_t keyring;		/* to link before reading the keys */
 	int auth_optional;		/* an unverifiable server is accepted */
-	unsigned timeout_ms;		/* min(config, kernel) */
+	unsigned timeout_ms;		/* min(config, kernel - margin) */
+	uint64_t read_ms;		/* tlsh_now_ms() when timeout_ms was */
 	char peer[80];			/* "192.0.2.1:2049", for messages */
 	unsigned char peer_ip[16];
 	size_t peer_ip_len;

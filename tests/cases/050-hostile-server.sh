@@ -127,6 +127,8 @@ el=$(( $(date +%s) - start ))
 echo "$dl" > $P
 check "... within 9 s (took ${el} s), before the helper's 10 s" [ $el -le 9 ]
 check "... timed out, says the kernel" kgrep deadline3s 'TLS handshake with server.test .* failed: timed out'
+check "... and the agent, which ends it before the kernel's deadline" \
+	lgrep deadline3s 'handshake with .* (server.test) failed: handshake timed out after [0-9]* ms'
 front_stop 3068
 
 # --- the AUTH_TLS probe: never answered, or answered wrongly --------------
