@@ -11,9 +11,10 @@
 # a certificate (ENOKEY) turns TLS off for the namespace, with one kernel
 # line, and auto clients go on in plaintext. The server's agent killed
 # in the middle of a handshake: that connection is closed at once, knfsd
-# serves the next client. A flood of 64 clients that stop after STARTTLS (16 on the debug kernel):
-# C1 is served meanwhile, each stalled connection is closed at the
-# handshake deadline with one log line, and no agent process is left.
+# serves the next client. A flood of 64 clients (16 on the debug kernel)
+# that stop after STARTTLS: C1 is served meanwhile, each stalled
+# connection is closed at the kernel's handshake deadline with one
+# "timed out" line from the agent, and no agent process is left.
 # tlsh-vm: timeout=900
 . /tlsh/guest/lib.sh
 . /tlsh/guest/tlsh-lib.sh
