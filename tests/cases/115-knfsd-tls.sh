@@ -11,7 +11,7 @@
 # a certificate (ENOKEY) turns TLS off for the namespace, with one kernel
 # line, and auto clients go on in plaintext. The server's agent killed
 # in the middle of a handshake: that connection is closed at once, knfsd
-# serves the next client. A flood of 64 clients (16 on the debug kernel)
+# serves the next client. A flood of 32 clients (8 on the debug kernel)
 # that stop after STARTTLS: C1 is served meanwhile, each stalled
 # connection is closed at the kernel's handshake deadline with one
 # "timed out" line from the agent, and no agent process is left.
@@ -229,7 +229,7 @@ umount $M
 # each handshake just before it). knfsd and the agent must go on serving
 # C1 meanwhile, then close every stalled connection at the deadline, with
 # one "timed out" log line each, and leave nothing behind.
-NF=$(( 64 / TLSH_SLOWDOWN ))
+NF=$(( 32 / TLSH_SLOWDOWN ))
 flood_conns() { ip netns exec S ss -tn state established "( sport = :2049 )" | grep -c "192.0.2.12:"; }
 flood_answered() { [ "$(cat $A/flood*.starttls 2>/dev/null | grep -c starttls=1)" = $NF ]; }
 flood_pending() { [ "$(log_since flood | grep -c '192.0.2.12:[0-9]* (no peer name): x509 server handshake')" = $NF ]; }
