@@ -274,8 +274,7 @@ log_since flood | sed -n 's/.*server handshake with 192.0.2.12:[0-9]* failed: \(
 	sed 's/[0-9][0-9]* ms/N ms/' | sort | uniq -c | sed 's/^ */# agent: /'
 check "... the agent logged one line per handshake, with the reason" \
 	[ "$(log_since flood | grep -c 'server handshake with 192.0.2.12:[0-9]* failed: handshake timed out after [0-9]* ms')" = $NF ]
-check "... then no agent nor handshake process is left (idle exit)" \
-	wait_for 30 sh -c '! pgrep -x tlsh-helper > /dev/null'
+check "... then no agent nor handshake process is left (idle exit)" no_agent
 new_config "$SERVER_CONF"
 
 # --- off again -----------------------------------------------------------
