@@ -118,8 +118,9 @@ shell: kernel kmod initramfs
 # Benchmarks in the guest (not a test; make check never runs it). Table on
 # stdout; CSV, Markdown and PNG under build/bench/. Settings: BENCH_REPS,
 # BENCH_MOUNT_REPS, BENCH_SCALE_REPS, BENCH_TPUT_REPS, BENCH_MIB,
-# BENCH_FILES, BENCH_META_REPS, BENCH_NFS_MODES, BENCH_CIPHER, BENCH_PROFILE,
-# BENCH_ONLY=handshake|nfs|peer|pair (tests/bench/run.sh).
+# BENCH_FILES, BENCH_META_REPS, BENCH_NFS_MODES, BENCH_CIPHER,
+# BENCH_PAIR_CIPHER, BENCH_PROFILE, BENCH_ONLY=handshake|nfs|peer|pair
+# (tests/bench/run.sh).
 # BENCH_NO_KERNEL=1 uses the kernel already built, as it is (the test
 # module is rebuilt against it).
 bench: $(if $(BENCH_NO_KERNEL),ensure-deps,kernel)

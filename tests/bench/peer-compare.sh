@@ -18,7 +18,7 @@
 #   fsync, read after a remount; cpu.{write,read}.{none,tls}: busy CPU
 #   time of the whole client VM per MiB (ms/MiB)
 export LC_ALL=C
-: "${CLIENT:=tlsh}" "${PEER_MOUNT_REPS:=8}" "${PEER_MIB:=128}"
+: "${CLIENT:=tlsh}" "${PEER_MOUNT_REPS:=8}" "${PEER_MIB:=128}" "${PAIR_REPS:=3}"
 SERVER=$TLSH_PEER_NAME
 EXPORT=/export
 # The pairs, client and server in one VM with the same vCPUs and memory:
@@ -29,7 +29,9 @@ EXPORT=/export
 #                         its client mounts its own knfsd (ref.test),
 #                         tlshd resident for both handshakes
 # Both go over the VM's loopback; only throughput and CPU (tput.*, cpu.*:
-# client and server together) are measured.
+# client and server together) are measured, for none, tls (PAIR_REPS times)
+# and, as often, plaintext NFS through stunnel in the same VM (.stunnel):
+# each pair's own kTLS/stunnel ratio.
 case $CLIENT in
 tlsh-pair)
 	if [ -z "${PAIR_IN_S:-}" ]; then
@@ -61,10 +63,23 @@ mnt() { mount -t nfs -o "vers=4.2,retry=0,$1" "$SERVER:$EXPORT" $M; }
 # default order puts it first; ours puts AES-128-GCM first), so that both
 # sides of every ratio encrypt with the same cipher. cipher_info KIND: the
 # cipher of the mounted TLS connection, from ss's ULP line, as a note.
+# The pairs' cipher is PAIR_CIPHER (BENCH_PAIR_CIPHER, default
+# AES-256-GCM): ours gets it the same way; tlshd, which has no setting for
+# it, gets it first in GnuTLS's default priorities in the 6.12 VM
+# (pair_tlshd_cipher).
+: "${PAIR_CIPHER:=AES-256-GCM}"
 case $CLIENT in
-tlsh | tlsh-pair)
+tlsh)
 	. /tlsh/guest/tlsh-lib.sh
 	TLSH_PRIO=$(one_cipher_priorities AES-256-GCM) ;;
+tlsh-pair)
+	. /tlsh/guest/tlsh-lib.sh
+	TLSH_PRIO=$(one_cipher_priorities "$PAIR_CIPHER") ;;
+esac
+case $PAIR_CIPHER in
+AES-128-GCM) OSSL_SUITE=TLS_AES_128_GCM_SHA256 ;;
+AES-256-GCM) OSSL_SUITE=TLS_AES_256_GCM_SHA384 ;;
+*) echo "# peer compare: BENCH_PAIR_CIPHER=$PAIR_CIPHER is not AES-128-GCM or AES-256-GCM"; exit 1 ;;
 esac
 cipher_info() {
 	info "cipher.$1" "$(ss -tnie state established | grep -o 'tcp-ulp-tls.*cipher: [^ ]*' | grep -o '[^ ]*$' | sort -u | tr '\n' ' ')"
@@ -102,7 +117,7 @@ mount_latency() {
 transfer() {
 	local kind=$1 opts=$2 t0 c0 c1
 	mnt "$opts" || { na "tput.write.$kind" "mount with $opts failed"; return; }
-	[ "$kind" = none ] || cipher_info "$kind"
+	[ "$kind" != tls ] || cipher_info tls
 	rm -f $M/bench-$CLIENT
 	c0=$(cpu_ticks); now; t0=$NOW
 	if dd if=/dev/zero of=$M/bench-$CLIENT bs=1M count="$PEER_MIB" conv=fsync status=none; then
@@ -204,10 +219,77 @@ pair_profile() {
 	rm -rf $t
 }
 
+# pair_tlshd_cipher: (6.12 pair) tlshd restarted with PAIR_CIPHER first in
+# GnuTLS's default priorities (/etc/gnutls/config, read when tlshd starts),
+# from which tlshd orders the ciphers it offers and accepts; the other
+# AES-GCM stays second (tlshd refuses to start if one of its PSK priority
+# strings, SHA-256 or SHA-384, is left without a cipher). Both ends are
+# tlshd, and GnuTLS takes the client's order.
+pair_tlshd_cipher() {
+	local other=AES-256-GCM
+	[ "$PAIR_CIPHER" = AES-128-GCM ] || other=AES-128-GCM
+	mkdir -p /etc/gnutls
+	printf '[overrides]\ndefault-priority-string = NORMAL:-CIPHER-ALL:+%s:+%s\n' \
+		"$PAIR_CIPHER" "$other" > /etc/gnutls/config
+	(. /etc/peer/peer-lib.sh && tlshd_start trusted)
+}
+
+# pair_stunnel: plaintext NFS through a stunnel tunnel inside the VM
+# (127.0.0.1:2050 -> 127.0.0.1:2051 -> the VM's knfsd), PAIR_CIPHER on both
+# stunnels: tput/cpu.*.stunnel, so that each pair has its own kTLS/stunnel
+# ratio, with the same OpenSSL and stunnel (this machine's) in both VMs
+pair_stunnel() {
+	local d=/tmp/pair-stunnel host=server.test cert=server sp cp i
+	[ "$CLIENT" = tlsh-pair ] || host=ref.test cert=ref
+	command -v stunnel4 > /dev/null || { na tput.write.stunnel "no stunnel4 in the VM"; return; }
+	mkdir -p $d
+	cat > $d/s.conf <<C
+foreground = yes
+pid =
+output = $d/s.log
+[nfs]
+accept = 127.0.0.1:2051
+connect = 127.0.0.1:2049
+cert = $CERTS/$cert.pem
+key = $CERTS/$cert-key.pem
+ciphersuites = $OSSL_SUITE
+C
+	cat > $d/c.conf <<C
+foreground = yes
+pid =
+output = $d/c.log
+[nfs]
+client = yes
+accept = 127.0.0.1:2050
+connect = 127.0.0.1:2051
+CAfile = $CERTS/ca.pem
+verifyChain = yes
+checkHost = $host
+ciphersuites = $OSSL_SUITE
+debug = info
+C
+	stunnel4 $d/s.conf > /dev/null 2>&1 &
+	sp=$!
+	stunnel4 $d/c.conf > /dev/null 2>&1 &
+	cp=$!
+	for i in $(seq 100); do
+		ss -ltn | grep -q '127.0.0.1:2050 ' && ss -ltn | grep -q '127.0.0.1:2051 ' && break
+		sleep 0.1
+	done
+	SERVER=127.0.0.1 transfer stunnel xprtsec=none,port=2050
+	info cipher.stunnel "$(grep -o 'ciphersuite: [A-Z0-9_]*' $d/c.log | sort -u | awk '{printf "%s ", $2}')"
+	kill $sp $cp 2> /dev/null
+	wait $sp $cp 2> /dev/null
+	rm -rf $d
+}
+
 # pair_transfers: a first, untimed mount and 32 MiB each way (the first
 # write into a fresh server and client ran at a fifth of the later
-# rate), then none and tls, the cipher alone, and the profile
+# rate), then none, PAIR_REPS rounds of tls and stunnel in turn (so that
+# a drift of the machine's speed touches both alike), the cipher alone,
+# and the profile
 pair_transfers() {
+	local r
 	if mnt xprtsec=none; then
 		dd if=/dev/zero of=$M/warm-up bs=1M count=32 conv=fsync status=none
 		umount $M
@@ -216,7 +298,10 @@ pair_transfers() {
 		umount $M
 	fi
 	transfer none xprtsec=none
-	transfer tls xprtsec=tls
+	for r in $(seq "$PAIR_REPS"); do
+		transfer tls xprtsec=tls
+		pair_stunnel
+	done
 	pair_cipher
 	[ "${PAIR_PROFILE:-0}" = 0 ] || pair_profile
 }
@@ -242,6 +327,7 @@ C
 	exit 0 ;;
 upstream-pair)
 	info agent "tlshd of ktls-utils 1.4.0, resident, for both ends"
+	pair_tlshd_cipher || echo "# peer compare: tlshd did not restart with $PAIR_CIPHER only"
 	pair_transfers
 	exit 0 ;;
 esac

@@ -22,6 +22,9 @@
 #   BENCH_NFS_MODES="none tls ktls stunnel"   the NFS part's modes
 #   BENCH_CIPHER=AES-128-GCM   the one TLS 1.3 cipher of every NFS TLS mode
 #                        (AES-256-GCM, CHACHA20-POLY1305)
+#   BENCH_PAIR_CIPHER=AES-256-GCM   the pairs' one cipher (tlshd's own
+#                        choice; AES-128-GCM: GnuTLS's system configuration
+#                        in the 6.12 VM disables the others for tlshd)
 #   BENCH_PROFILE=1      the pairs also profile an untimed tls transfer
 #                        with perf: CPU per MiB in the cipher, copies and
 #                        the rest (needs linux-perf: make deps)
@@ -118,6 +121,8 @@ if [ -z "${BENCH_REPORT_ONLY:-}" ]; then
 		echo "PEER_MOUNT_REPS=${BENCH_PEER_MOUNT_REPS:-8}"
 		echo "PEER_MIB=${BENCH_PEER_MIB:-128}"
 		echo "PAIR_PROFILE=${BENCH_PROFILE:-0}"
+		echo "PAIR_CIPHER=${BENCH_PAIR_CIPHER:-AES-256-GCM}"
+		echo "PAIR_REPS=$BENCH_TPUT_REPS"
 	}
 	# prof_cpio KBUILD OUT: (BENCH_PROFILE=1) an archive to put after a root
 	# file system: this machine's perf and its libraries, and
@@ -136,7 +141,7 @@ if [ -z "${BENCH_REPORT_ONLY:-}" ]; then
 		rootfs_cpio "$2"
 		rm -rf "$root"
 	)
-	plimit=$(( 300 + 40 * ${BENCH_PEER_MOUNT_REPS:-8} + 2 * ${BENCH_PEER_MIB:-128} ))
+	plimit=$(( 300 + 40 * ${BENCH_PEER_MOUNT_REPS:-8} + (2 + 2 * BENCH_TPUT_REPS) * ${BENCH_PEER_MIB:-128} ))
 	# compare_script CLIENT: peer-compare.sh with the settings for CLIENT
 	compare_script() {
 		echo "#!/bin/bash"
@@ -169,9 +174,19 @@ if [ -z "${BENCH_REPORT_ONLY:-}" ]; then
 		mkdir -p "$croot/etc/peer"
 		compare_script "$1" > "$croot/etc/peer/client-run.sh"
 		chmod 755 "$croot/etc/peer/client-run.sh"
-		if [ "$1" = upstream-pair ]; then	# pair_cipher
+		if [ "$1" = upstream-pair ]; then
+			# pair_cipher, and pair_stunnel: this machine's stunnel4
+			# (the one our guest runs) and its libraries
 			mkdir -p "$croot/usr/bin"
 			cp "$B/bench/bin/crypto-loop" "$croot/usr/bin/"
+			(
+				root=$croot
+				die() { echo "bench: $*" >&2; exit 1; }
+				. "$top/scripts/rootfs-lib.sh"
+				copy_prog stunnel4
+				# glibc dlopens libgcc_s (as in scripts/mkinitramfs.sh)
+				copy_file "$(ldconfig -p | awk '/libgcc_s\.so\.1 .*x86-64/ {print $NF; exit}')"
+			) || return 1
 		fi
 		(cd "$croot" && find . -print0 | cpio --null -o -H newc -R 0:0 --quiet) > "$fix/$1.cpio"
 		if [ "$1" = upstream-pair ] && [ "${BENCH_PROFILE:-0}" != 0 ] &&
