@@ -327,7 +327,7 @@ C
 	exit 0 ;;
 upstream-pair)
 	info agent "tlshd of ktls-utils 1.4.0, resident, for both ends"
-	pair_tlshd_cipher || echo "# peer compare: tlshd did not restart with $PAIR_CIPHER only"
+	pair_tlshd_cipher || echo "# peer compare: tlshd did not restart with $PAIR_CIPHER first"
 	pair_transfers
 	exit 0 ;;
 esac

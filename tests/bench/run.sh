@@ -23,8 +23,8 @@
 #   BENCH_CIPHER=AES-128-GCM   the one TLS 1.3 cipher of every NFS TLS mode
 #                        (AES-256-GCM, CHACHA20-POLY1305)
 #   BENCH_PAIR_CIPHER=AES-256-GCM   the pairs' one cipher (tlshd's own
-#                        choice; AES-128-GCM: GnuTLS's system configuration
-#                        in the 6.12 VM disables the others for tlshd)
+#                        choice; or AES-128-GCM, which GnuTLS's system
+#                        configuration in the 6.12 VM puts first for tlshd)
 #   BENCH_PROFILE=1      the pairs also profile an untimed tls transfer
 #                        with perf: CPU per MiB in the cipher, copies and
 #                        the rest (needs linux-perf: make deps)
