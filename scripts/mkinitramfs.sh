@@ -37,8 +37,7 @@ PROGS=(
 for p in "${PROGS[@]}" ${TLSH_EXTRA_PROGS:-}; do
 	copy_prog "$p"
 done
-# glibc dlopens libgcc_s for pthread_exit/pthread_cancel (stunnel4)
-copy_file "$(ldconfig -p | awk '/libgcc_s\.so\.1 .*x86-64/ {print $NF; exit}')"
+copy_libgcc_s
 
 rootfs_busybox
 

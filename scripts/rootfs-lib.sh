@@ -61,6 +61,12 @@ copy_prog() {
 	copy_libs "$p"
 }
 
+# copy_libgcc_s: libgcc_s, which glibc dlopens for pthread_exit and
+# pthread_cancel (stunnel4 needs it; ldd does not list it)
+copy_libgcc_s() {
+	copy_file "$(ldconfig -p | awk '/libgcc_s\.so\.1 .*x86-64/ {print $NF; exit}')"
+}
+
 # opt_prog PATH DIR: a program of the project (or built for the bench)
 # and its libraries into DIR of the initramfs, when it was built
 opt_prog() {

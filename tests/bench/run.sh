@@ -184,8 +184,7 @@ if [ -z "${BENCH_REPORT_ONLY:-}" ]; then
 				die() { echo "bench: $*" >&2; exit 1; }
 				. "$top/scripts/rootfs-lib.sh"
 				copy_prog stunnel4
-				# glibc dlopens libgcc_s (as in scripts/mkinitramfs.sh)
-				copy_file "$(ldconfig -p | awk '/libgcc_s\.so\.1 .*x86-64/ {print $NF; exit}')"
+				copy_libgcc_s
 			) || return 1
 		fi
 		(cd "$croot" && find . -print0 | cpio --null -o -H newc -R 0:0 --quiet) > "$fix/$1.cpio"
