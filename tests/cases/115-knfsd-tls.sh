@@ -237,8 +237,7 @@ flood_closed() { [ "$(cat $A/flood*.eof 2>/dev/null | wc -l)" = $NF ]; }
 # svc_tls_done lines after the first $1, for clients matching $2
 tls_done_since() { grep " svc_tls_done:" $TRACE/trace | tail -n +$(( $1 + 1 )) | grep "client=$2"; }
 rm -f $A/flood*
-new_config "$SERVER_CONF"
-sed -i 's/^handshake-timeout = 10$/handshake-timeout = 30/' /etc/tlsh/tlsh-helper.conf
+TLSH_HS_TIMEOUT=30 new_config "$SERVER_CONF"
 export -f stall_client
 export A TLSH_PLAIN_ADDR
 done0=$(grep -c " svc_tls_done:" $TRACE/trace)

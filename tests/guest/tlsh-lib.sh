@@ -38,13 +38,14 @@ trace_start() {
 	echo 1 > $TRACE/tracing_on
 }
 
-# tlsh_config [EXTRA-LINES]: the helper's configuration
+# tlsh_config [EXTRA-LINES]: the helper's configuration; its
+# handshake-timeout is TLSH_HS_TIMEOUT seconds (10 unless the caller sets it)
 tlsh_config() {
 	cat > /etc/tlsh/tlsh-helper.conf <<C
 [global]
 trust-store = $CERTS/ca.pem
 idle-timeout = 3
-handshake-timeout = 10
+handshake-timeout = ${TLSH_HS_TIMEOUT:-10}
 log-level = debug
 $1
 C
