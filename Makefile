@@ -3,7 +3,7 @@
 #   make check    host unit tests + the guest suite (TAP; the README's test command)
 #   make demo     boot the guest and show the main job end to end
 #   make check-debug  the guest suite on the debug kernel (KASAN, lockdep,
-#                 kmemleak), in build/debug; see README "What runs where"
+#                 kmemleak), in build/debug; see docs/reliability.md "What runs where"
 #
 # Other targets: deps kernel helper nfs-utils initramfs peer shell bench install clean
 
