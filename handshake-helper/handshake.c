@@ -19,6 +19,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <sys/socket.h>
@@ -429,6 +430,34 @@ static int classify(const struct hs_session *hs, const struct hs_params *p,
 }
 
 /*
+ * The session's own transport functions, the same calls as GnuTLS's
+ * defaults.  With its defaults, GnuTLS turns on kTLS itself when the
+ * system configuration asks it to ("ktls = true" in the [global] section
+ * of /etc/gnutls/config): it attaches the TLS ULP to the socket and
+ * installs its keys, and ours would then fail (EEXIST).  A session with
+ * push and pull functions of its own is left alone.
+ */
+static ssize_t hs_push(gnutls_transport_ptr_t ptr, const void *buf, size_t len)
+{
+	return send((int)(intptr_t)ptr, buf, len, MSG_NOSIGNAL);
+}
+
+static ssize_t hs_pull(gnutls_transport_ptr_t ptr, void *buf, size_t len)
+{
+	return recv((int)(intptr_t)ptr, buf, len, 0);
+}
+
+/* GnuTLS's own (gnutls_system_recv_timeout()) refuses to go with a pull
+ * function that is not GnuTLS's: > 0 readable, 0 timed out, -1 error */
+static int hs_pull_timeout(gnutls_transport_ptr_t ptr, unsigned int ms)
+{
+	struct pollfd pfd = { .fd = (int)(intptr_t)ptr, .events = POLLIN };
+
+	return poll(&pfd, 1, ms == GNUTLS_INDEFINITE_TIMEOUT || ms > INT_MAX ?
+			     -1 : (int)ms);
+}
+
+/*
  * Discard what the server already sent (the rest of its flight): a socket
  * closed with unread data ends in a TCP reset, which can overtake our alert
  * and leave the server with "connection reset" instead of the reason.
@@ -608,6 +637,7 @@ static int await_verdict(struct hs_session *hs, int fd, unsigned int wait_ms,
 {
 	gnutls_session_t s = hs->session;
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	uint64_t deadline = tlsh_now_ms() + wait_ms;
 	unsigned char byte;
 	ssize_t n;
 
@@ -618,7 +648,8 @@ static int await_verdict(struct hs_session *hs, int fd, unsigned int wait_ms,
 		return 0;
 	if (poll(&pfd, 1, (int)wait_ms) <= 0)
 		return 0;
-	if (!whole_record_ready(fd, tlsh_now_ms() + wait_ms))
+	/* one deadline for both waits */
+	if (!whole_record_ready(fd, deadline))
 		return 0;	/* kTLS will read the record */
 	n = gnutls_record_recv(s, &byte, sizeof(byte));
 	if (n == GNUTLS_E_AGAIN || n == GNUTLS_E_INTERRUPTED)
@@ -830,6 +861,10 @@ int tlsh_hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 		return -EINVAL;
 	}
 	gnutls_transport_set_int(hs->session, fd);
+	gnutls_transport_set_push_function(hs->session, hs_push);
+	gnutls_transport_set_pull_function(hs->session, hs_pull);
+	gnutls_transport_set_pull_timeout_function(hs->session,
+						   hs_pull_timeout);
 	gnutls_handshake_set_timeout(hs->session, p->timeout_ms);
 
 	flags = fcntl(fd, F_GETFL);
@@ -842,9 +877,13 @@ int tlsh_hs_run(struct hs_session *hs, int fd, const struct hs_params *p,
 	t1 = tlsh_now_us();
 	hs->handshake_us = t1 - t0;
 	if (!status && !hs->server) {
+		uint64_t spent_ms = hs->handshake_us / 1000;
+		/* what the handshake left of the agent's time */
+		uint32_t left_ms = spent_ms < p->timeout_ms ?
+				   p->timeout_ms - (uint32_t)spent_ms : 0;
+
 		status = await_verdict(hs, fd,
-				       tlsh_hs_verdict_wait_ms(hs->handshake_us / 1000,
-							       p->timeout_ms),
+				       tlsh_hs_verdict_wait_ms(spent_ms, left_ms),
 				       p, err, errlen);
 		hs->verdict_us = tlsh_now_us() - t1;
 	}

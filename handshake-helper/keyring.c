@@ -544,13 +544,17 @@ int tlsh_keyring_find_psk(int32_t keyring, const char *identity,
 /* What names a client for as long as it is that client: the SHA-256 of
  * the DER of its certificate's issuer and subject names, which a renewal
  * keeps (its serial number, validity and key, so its bytes, change).  A
- * certificate with an empty subject (its names in subjectAltName only)
- * is digested whole.  0, or -EINVAL with a message in err. */
+ * certificate with an empty subject has its names in subjectAltName
+ * only: the issuer's name and that extension's DER, which a renewal keeps
+ * too; one with neither is digested whole.  0, or -EINVAL with a message
+ * in err. */
 static int client_cert_digest(const unsigned char *der, size_t len,
 			      unsigned char sum[32], char *err, size_t errlen)
 {
 	gnutls_datum_t in = { (unsigned char *)der, (unsigned int)len };
 	gnutls_datum_t issuer = { NULL, 0 }, subject = { NULL, 0 };
+	gnutls_datum_t san = { NULL, 0 };
+	unsigned int critical;
 	gnutls_x509_crt_t crt;
 	gnutls_hash_hd_t h;
 	int ret = -EINVAL;
@@ -573,6 +577,12 @@ static int client_cert_digest(const unsigned char *der, size_t len,
 	if (subject.size > 2) {
 		gnutls_hash(h, issuer.data, issuer.size);
 		gnutls_hash(h, subject.data, subject.size);
+	} else if (gnutls_x509_crt_get_extension_by_oid2(crt, GNUTLS_X509EXT_OID_SAN,
+							 0, &san, &critical) >= 0 &&
+		   san.size) {
+		gnutls_hash(h, issuer.data, issuer.size);
+		gnutls_hash(h, subject.data, subject.size);
+		gnutls_hash(h, san.data, san.size);
 	} else {
 		gnutls_hash(h, der, len);
 	}
@@ -581,6 +591,7 @@ static int client_cert_digest(const unsigned char *der, size_t len,
 out:
 	gnutls_free(issuer.data);
 	gnutls_free(subject.data);
+	gnutls_free(san.data);
 	gnutls_x509_crt_deinit(crt);
 	return ret;
 }

@@ -143,7 +143,8 @@ mkpki() {
 	key() { certtool --generate-privkey --key-type ecdsa --outfile "$1"; }
 	key ca.key && key other-ca.key && key srv.key && key other.key &&
 		key expired.key && key client.key && key rpc.key &&
-		key clieku.key && key otherclient.key && key renewed.key || return 1
+		key clieku.key && key otherclient.key && key renewed.key &&
+		key spiffe1.key && key spiffe1b.key && key spiffe2.key || return 1
 	tmpl ca.tmpl 'cn = "tlsh unit test CA"' ca cert_signing_key 'expiration_days = 2'
 	tmpl other-ca.tmpl 'cn = "some other CA"' ca cert_signing_key 'expiration_days = 2'
 	tmpl srv.tmpl 'cn = "server.test"' 'dns_name = "server.test"' \
@@ -165,6 +166,11 @@ mkpki() {
 	# a client-only certificate presented by a server
 	tmpl clieku.tmpl 'cn = "server.test"' 'dns_name = "server.test"' \
 		tls_www_client signing_key 'expiration_days = 2'
+	# clients named in subjectAltName only (an empty subject)
+	tmpl spiffe1.tmpl 'uri = "spiffe://unit.test/client1"' tls_www_client \
+		signing_key 'expiration_days = 2'
+	tmpl spiffe2.tmpl 'uri = "spiffe://unit.test/client2"' tls_www_client \
+		signing_key 'expiration_days = 2'
 	certtool --generate-self-signed --load-privkey ca.key --template ca.tmpl \
 		--outfile ca.pem &&
 	certtool --generate-self-signed --load-privkey other-ca.key \
@@ -181,6 +187,14 @@ mkpki() {
 	certtool --generate-certificate --load-privkey renewed.key \
 		--load-ca-certificate ca.pem --load-ca-privkey ca.key \
 		--template client.tmpl --outfile client-renewed.pem &&
+	# spiffe1b: spiffe1 renewed (a new key and serial number)
+	for c in spiffe1:spiffe1 spiffe1b:spiffe1 spiffe2:spiffe2; do
+		certtool --generate-certificate --load-privkey ${c%:*}.key \
+			--load-ca-certificate ca.pem --load-ca-privkey ca.key \
+			--template ${c#*:}.tmpl --outfile ${c%:*}.pem &&
+		certtool --certificate-info --infile ${c%:*}.pem --outder \
+			--outfile ${c%:*}.der || return 1
+	done &&
 	certtool --certificate-info --infile srv.pem --outder --outfile srv.der &&
 	certtool --key-info --infile srv.key --outder --outfile srv.key.der &&
 	certtool --to-p8 --load-privkey srv.key --password secret --outfile enc.key &&

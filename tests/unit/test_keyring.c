@@ -315,6 +315,26 @@ static void test_server_keys(void)
 	      "a client's certificate: a user key in the process keyring, described tlsh:client:<sha256 of its issuer and subject names>");
 	CHECK(tlsh_keyring_add_client_cert(NULL, 0, desc, err, sizeof(err)) == -EINVAL,
 	      "no certificate, no key: -EINVAL");
+	/* named in subjectAltName only: a renewal keeps the description */
+	{
+		char d1[TLSH_CLIENT_KEY_DESC] = "", d1b[TLSH_CLIENT_KEY_DESC] = "";
+		char d2[TLSH_CLIENT_KEY_DESC] = "";
+		const char *names[] = { "spiffe1.der", "spiffe1b.der", "spiffe2.der" };
+		char *descs[] = { d1, d1b, d2 };
+		int ok = 1;
+
+		for (int i = 0; i < 3; i++) {
+			size_t l;
+			unsigned char *c = load(names[i], &l);
+
+			ok &= tlsh_keyring_add_client_cert(c, l, descs[i], err,
+							   sizeof(err)) > 0;
+			free(c);
+		}
+		CHECK(ok && strcmp(d1, d1b) == 0 && strcmp(d1, d2) != 0,
+		      "an empty subject: the same description after a renewal, another for another subjectAltName ('%s', '%s', '%s')",
+		      d1, d1b, d2);
+	}
 	CHECK(tlsh_keyring_add_client_cert(der, dl / 2, desc, err, sizeof(err)) == -EINVAL &&
 	      strstr(err, "cannot read the client certificate's names"),
 	      "a certificate cut short: no key, -EINVAL, '%s'", err);
