@@ -240,7 +240,13 @@ int32_t tlsh_server_x509_psk_keyring(const struct config *cfg,
 		return ring;
 	}
 	if (have_cert) {
-		log_debug("x509 server: no PSK clients: %s", why);
+		/* no such keyring is the usual case; one that cannot be
+		 * used is the administrator's to know */
+		if (ring == -ENOKEY)
+			log_debug("x509 server: no PSK clients: %s", why);
+		else
+			log_warn("x509 server: PSK clients cannot be served: %s",
+				 why);
 		return 0;
 	}
 	snprintf(err, errlen,
