@@ -435,7 +435,8 @@ static int classify(const struct hs_session *hs, const struct hs_params *p,
  * system configuration asks it to ("ktls = true" in the [global] section
  * of /etc/gnutls/config): it attaches the TLS ULP to the socket and
  * installs its keys, and ours would then fail (EEXIST).  A session with
- * push and pull functions of its own is left alone.
+ * push and pull functions of its own is left alone.  (Debian 12's GnuTLS
+ * is built without kTLS and ignores the setting; other builds do not.)
  */
 static ssize_t hs_push(gnutls_transport_ptr_t ptr, const void *buf, size_t len)
 {

@@ -68,18 +68,6 @@ check "encryption-only: the untrusted server is accepted" grep -q "status=0 done
 wait_for 10 sh -c '[ "$(pgrep -x tlsh-helper | wc -l)" = 0 ]'
 tlsh_config
 
-# GnuTLS's own kTLS turned on for the whole system ("ktls = true" in the
-# [global] section of /etc/gnutls/config, read when a program starts)
-# must leave the agent's socket alone: the agent installs kTLS itself
-mkdir -p /etc/gnutls
-printf '[global]\nktls = true\n' > /etc/gnutls/config
-tls_tx() { awk '/TlsTxSw/ {print $2}' /proc/net/tls_stat; }
-tx0=$(tls_tx)
-echo hello | timeout 20 gnutls-cli --insecure -p 4433 "$S" > "$TLSH_ARTIFACTS/gnutls-cli-ktls.log" 2>&1
-check "with that setting GnuTLS installs kTLS itself (gnutls-cli's connection raised TlsTxSw)" [ "$(tls_tx)" -gt "$tx0" ]
-check "... and a freshly started agent's handshake still succeeds, data over kTLS" grep -q "status=0 done=1 cancelled=0 data=ok" <<< "$(hs addr=$S port=4433 name=server.test)"
-rm -f /etc/gnutls/config
-wait_for 10 sh -c '[ "$(pgrep -x tlsh-helper | wc -l)" = 0 ]'
 
 # (privileges and refused user-space key requests: 015-tlsh-kernel.sh)
 
