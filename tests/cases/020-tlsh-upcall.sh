@@ -68,7 +68,6 @@ check "encryption-only: the untrusted server is accepted" grep -q "status=0 done
 wait_for 10 sh -c '[ "$(pgrep -x tlsh-helper | wc -l)" = 0 ]'
 tlsh_config
 
-
 # (privileges and refused user-space key requests: 015-tlsh-kernel.sh)
 
 # failures of the agent itself
