@@ -76,7 +76,7 @@ for v in 4.2 4.0; do
 	owner=$(sed -n 's/^name: "\(.*\)"$/\1/p' <<< "$info" | grep "NFSv$v .* xprtsec=mtls/" | head -1)
 	echo "$info" | sed 's/^/# /'
 	check "NFSv$v: knfsd shows the client's TLS identity (tls peer: in clients/*/info)" \
-		grep -qE "^tls peer: [0-9a-f]{16}$" <<< "$info"
+		grep -qE "^tls peer: [0-9a-f]{64}$" <<< "$info"
 	opt=; [ $v = 4.0 ] && opt=-0
 	out=$(ip netns exec C1 nfs4-clientid $opt $TLSH_PLAIN_ADDR "$owner" 2>&1)
 	echo "# nfs4-clientid $opt: $out"
