@@ -3,8 +3,10 @@
  * cert-id [FILE]: the identity under which the kernel names an
  * xprtsec=mtls NFS client presenting the certificate in FILE (or on
  * stdin): 16 hex digits, the first 8 bytes of the SHA-256 of the DER of
- * the certificate's issuer name followed by that of its subject name,
- * or of the whole certificate's DER when its subject is empty. FILE is
+ * the certificate's issuer name followed by that of its subject name;
+ * when its subject is empty, followed by the value of its
+ * subjectAltName extension too; of the whole certificate's DER when it
+ * has neither. FILE is
  * what a certificate key holds: PEM (the first certificate counts) or
  * the DER of one certificate.
  *
@@ -27,7 +29,8 @@ int main(int argc, char **argv)
 {
 	static unsigned char buf[MAX_INPUT];
 	unsigned char digest[32], *in;
-	gnutls_datum_t d, issuer, subject, der = { NULL, 0 };
+	gnutls_datum_t d, issuer, subject, der = { NULL, 0 }, san = { NULL, 0 };
+	unsigned int critical;
 	gnutls_x509_crt_t crt;
 	gnutls_hash_hd_t h;
 	FILE *f = stdin;
@@ -69,6 +72,12 @@ int main(int argc, char **argv)
 	if (subject.size > 2) {
 		gnutls_hash(h, issuer.data, issuer.size);
 		gnutls_hash(h, subject.data, subject.size);
+	} else if (gnutls_x509_crt_get_extension_by_oid2(crt, GNUTLS_X509EXT_OID_SAN,
+							 0, &san, &critical) >= 0 &&
+		   san.size) {
+		gnutls_hash(h, issuer.data, issuer.size);
+		gnutls_hash(h, subject.data, subject.size);
+		gnutls_hash(h, san.data, san.size);
 	} else {
 		if (gnutls_x509_crt_export2(crt, GNUTLS_X509_FMT_DER, &der) < 0)
 			return 2;
@@ -79,6 +88,7 @@ int main(int argc, char **argv)
 		printf("%02x", digest[i]);
 	printf("\n");
 	gnutls_free(der.data);
+	gnutls_free(san.data);
 	gnutls_free(issuer.data);
 	gnutls_free(subject.data);
 	gnutls_x509_crt_deinit(crt);
