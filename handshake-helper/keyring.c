@@ -573,16 +573,16 @@ static int client_cert_digest(const unsigned char *der, size_t len,
 		snprintf(err, errlen, "cannot hash the client certificate");
 		goto out;
 	}
-	/* an empty Name is the two octets of an empty SEQUENCE */
-	if (subject.size > 2) {
+	/* an empty Name is the two octets of an empty SEQUENCE; the
+	 * subjectAltName is read only behind an empty subject */
+	if (subject.size > 2 ||
+	    (gnutls_x509_crt_get_extension_by_oid2(crt, GNUTLS_X509EXT_OID_SAN,
+						   0, &san, &critical) >= 0 &&
+	     san.size)) {
 		gnutls_hash(h, issuer.data, issuer.size);
 		gnutls_hash(h, subject.data, subject.size);
-	} else if (gnutls_x509_crt_get_extension_by_oid2(crt, GNUTLS_X509EXT_OID_SAN,
-							 0, &san, &critical) >= 0 &&
-		   san.size) {
-		gnutls_hash(h, issuer.data, issuer.size);
-		gnutls_hash(h, subject.data, subject.size);
-		gnutls_hash(h, san.data, san.size);
+		if (san.size)
+			gnutls_hash(h, san.data, san.size);
 	} else {
 		gnutls_hash(h, der, len);
 	}
