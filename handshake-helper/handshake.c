@@ -518,10 +518,13 @@ static void send_alert(const struct hs_session *hs, int ret)
 	default:
 		break;
 	}
-	/* a server that does not know the PSK identity a client offered */
+	/* a server that does not know the PSK identity a client offered,
+	 * or could not look it up */
 	if (hs->psk_error)
 		(void)gnutls_alert_send(hs->session, GNUTLS_AL_FATAL,
-					GNUTLS_A_UNKNOWN_PSK_IDENTITY);
+					tlsh_server_psk_refused(hs) ?
+					GNUTLS_A_UNKNOWN_PSK_IDENTITY :
+					GNUTLS_A_INTERNAL_ERROR);
 	else
 		(void)gnutls_alert_send_appropriate(hs->session, ret);
 	drain(hs->session);

@@ -465,12 +465,54 @@ int tlsh_keyring_load_psk(struct tlsh_psk *psk, int32_t serial, char *err,
 	return ret;
 }
 
+/*
+ * Whether only this process's user can change key k (named what, for the
+ * message): it owns k, and neither k's group nor others may write to it
+ * (to a keyring: add, link or unlink keys; to a key: update its payload).
+ * In a server's PSK keyring, anyone who can do either can make a client's
+ * identity take a key of their choosing.  0, -EACCES with the reason in
+ * err, or -errno of describing the key.
+ */
+static int key_sealed(key_serial_t k, const char *what, char *err,
+		      size_t errlen)
+{
+	char *desc = NULL;
+	unsigned long uid;
+	unsigned int perm;
+	int n;
+
+	/* "type;uid;gid;perm;description" */
+	if (keyctl_describe_alloc(k, &desc) < 0) {
+		int e = errno;
+
+		snprintf(err, errlen, "cannot read %s: %s", what, strerror(e));
+		return -e;
+	}
+	n = sscanf(desc, "%*[^;];%lu;%*u;%x;", &uid, &perm);
+	free(desc);
+	if (n != 2) {
+		snprintf(err, errlen, "cannot read %s: unexpected description",
+			 what);
+		return -EINVAL;
+	}
+	if (uid != (unsigned long)geteuid()) {
+		snprintf(err, errlen, "%s is not ours (owned by uid %lu, not %u)",
+			 what, uid, (unsigned)geteuid());
+		return -EACCES;
+	}
+	if (perm & (KEY_GRP_WRITE | KEY_OTH_WRITE)) {
+		snprintf(err, errlen,
+			 "%s can be written by others (permissions %08x): not used (keyctl setperm %d %#x)",
+			 what, perm, k, perm & ~(KEY_GRP_WRITE | KEY_OTH_WRITE));
+		return -EACCES;
+	}
+	return 0;
+}
+
 int32_t tlsh_keyring_find_ring(const char *name, char *err, size_t errlen)
 {
 	key_serial_t ring = find_key_by_type_and_desc("keyring", name, 0);
-	char *desc = NULL;
-	unsigned long uid;
-	bool ours;
+	char what[300];
 	int e;
 
 	if (ring <= 0) {
@@ -482,23 +524,12 @@ int32_t tlsh_keyring_find_ring(const char *name, char *err, size_t errlen)
 	/*
 	 * Where the process's own keyrings do not have it, keyutils looks
 	 * for the name in /proc/keys, which lists another user's keyring
-	 * too if it lets us view it: only our own is taken ("type;uid;...").
+	 * too if it lets us view it: only our own is taken, and only if no
+	 * one else can put keys in it.
 	 */
-	if (keyctl_describe_alloc(ring, &desc) < 0) {
-		e = errno;
-		snprintf(err, errlen, "cannot read key ring %d ('%.255s'): %s",
-			 ring, name, strerror(e));
-		return -e;
-	}
-	ours = sscanf(desc, "%*[^;];%lu;", &uid) == 1 &&
-	       uid == (unsigned long)geteuid();
-	free(desc);
-	if (!ours) {
-		snprintf(err, errlen, "key ring '%.255s' (%d) is not ours (uid %u)",
-			 name, ring, (unsigned)geteuid());
-		return -EACCES;
-	}
-	return ring;
+	snprintf(what, sizeof(what), "key ring '%.255s' (%d)", name, ring);
+	e = key_sealed(ring, what, err, errlen);
+	return e ? e : ring;
 }
 
 int tlsh_keyring_find_psk(int32_t keyring, const char *identity,
@@ -507,7 +538,7 @@ int tlsh_keyring_find_psk(int32_t keyring, const char *identity,
 {
 	unsigned char *buf = NULL;
 	size_t len = 0;
-	char why[256];
+	char why[256], what[320];
 	long k;
 	int ret;
 
@@ -526,6 +557,11 @@ int tlsh_keyring_find_psk(int32_t keyring, const char *identity,
 				 keyring, TLSH_PSK_ID_MAX, identity, strerror(e));
 		return -e;
 	}
+	snprintf(what, sizeof(what), "PSK key %ld for identity '%.*s'", k,
+		 TLSH_PSK_ID_MAX, identity);
+	ret = key_sealed((key_serial_t)k, what, err, errlen);
+	if (ret)
+		return ret;
 	ret = tlsh_keyring_read((int32_t)k, &buf, &len, err, errlen);
 	if (ret)
 		return ret;

@@ -405,12 +405,27 @@ int tlsh_server_psk(struct hs_session *hs, const struct hs_params *p,
 	return 0;
 }
 
+int tlsh_server_psk_refused(const struct hs_session *hs)
+{
+	switch (hs->psk_error) {
+	case -ENOKEY:		/* no key for the identity */
+	case -EINVAL:		/* not an identity, or a malformed key */
+	case -EKEYEXPIRED:
+	case -EKEYREVOKED:
+	case -EKEYREJECTED:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 int tlsh_server_classify(const struct hs_session *hs, int ret, char *err,
 			 size_t errlen)
 {
 	if (hs->psk_error) {
 		snprintf(err, errlen, "%s", hs->psk_why);
-		return -EKEYREJECTED;
+		return tlsh_server_psk_refused(hs) ? -EKEYREJECTED :
+						     hs->psk_error;
 	}
 	if (hs->verify_status && (ret == GNUTLS_E_CERTIFICATE_ERROR ||
 				  ret == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR)) {

@@ -76,10 +76,18 @@ int tlsh_server_psk(struct hs_session *hs, const struct hs_params *p,
 
 /* classify()'s part for a server: the -errno for GnuTLS error ret where
  * the client is the reason (a certificate not verified, a PSK identity not
- * known or not matched: -EKEYREJECTED), with the reason in err; 0 where
- * the common mapping applies. */
+ * known or not matched: -EKEYREJECTED) or a PSK lookup failed on the
+ * server's side (its -errno), with the reason in err; 0 where the common
+ * mapping applies. */
 int tlsh_server_classify(const struct hs_session *hs, int ret, char *err,
 			 size_t errlen);
+
+/* After a PSK lookup failed (hs->psk_error): 1 where the client is
+ * refused (no usable key for the identity it offered: it is told
+ * unknown_psk_identity, the kernel EKEYREJECTED), 0 where the server
+ * failed (the key ring or key could not be read, or may not be trusted:
+ * internal_error, and that errno) */
+int tlsh_server_psk_refused(const struct hs_session *hs);
 
 /* After a server handshake: whether the client was authenticated by a
  * PSK (rather than a certificate, or not at all) */

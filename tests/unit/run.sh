@@ -720,6 +720,31 @@ if command -v keyctl > /dev/null && keyctl session - true > /dev/null 2>&1; then
 			grep -q "^status: EKEYREJECTED$" <<< "$aout" &&
 			ok "... an identity without a key there: EKEYREJECTED, naming the keyring" ||
 			nok "... an identity without a key there: EKEYREJECTED" "$aout"
+		# the server failing, not the client: the key ring cannot be
+		# searched (found by name through /proc/keys), or others could
+		# change the key or the ring
+		keyctl setperm "$ring" 0x37210000
+		pair "$tmp/ring.conf" --psk -- --psk-file "$pki/psk.txt"
+		[ "$arc" = 1 ] && grep -q "cannot search key ring $ring for identity .client1.: Permission denied" <<< "$aout" &&
+			grep -q "^status: EACCES$" <<< "$aout" &&
+			grep -q "peer sent fatal alert: Internal error" <<< "$out" &&
+			ok "... a key ring the agent cannot search: EACCES (not EKEYREJECTED), the client told internal_error" ||
+			nok "... a key ring the agent cannot search: EACCES, internal_error" "$aout
+$out"
+		keyctl setperm "$ring" 0x3f010000
+		keyctl setperm "$key" 0x3f010004
+		pair "$tmp/ring.conf" --psk -- --psk-file "$pki/psk.txt"
+		[ "$arc" = 1 ] && grep -q "PSK key $key for identity .client1. can be written by others (permissions 3f010004): not used" <<< "$aout" &&
+			grep -q "^status: EACCES$" <<< "$aout" &&
+			ok "... a key others may write: not used, EACCES with the reason" ||
+			nok "... a key others may write: not used, EACCES" "$aout"
+		keyctl setperm "$key" 0x3f010000
+		keyctl setperm "$ring" 0x3f010400
+		pair "$tmp/ring.conf" --psk -- --psk-file "$pki/psk.txt"
+		[ "$arc" = 1 ] && grep -q "key ring .$name. ($ring) can be written by others (permissions 3f010400): not used" <<< "$aout" &&
+			ok "... a key ring its group may write: not used, the reason logged" ||
+			nok "... a key ring its group may write: not used" "$aout"
+		keyctl setperm "$ring" 0x3f010000
 		# an x509 server (as for the kernel, plain --accept) finds it too
 		{ cat "$tmp/mtls.conf"; echo "server-psk-keyring = $name"; } > "$tmp/ringmtls.conf"
 		pair "$tmp/ringmtls.conf" -- --psk-file "$pki/psk.txt"

@@ -245,7 +245,7 @@ static void test_server_keys(void)
 	struct tlsh_server_psk_file pf;
 	struct config cfg;
 	struct tlsh_psk p;
-	key_serial_t ring, kc, kx;
+	key_serial_t ring, kc, kx, ko;
 	int32_t serial = 0, found;
 	unsigned char *der;
 	size_t dl;
@@ -287,6 +287,38 @@ static void test_server_keys(void)
 	r = tlsh_keyring_find_psk(ring, "mismatch", &p, &serial, err, sizeof(err));
 	CHECK(r == -EINVAL && serial == 0 && strstr(err, "for identity 'mismatch': no PSK for identity 'mismatch'"),
 	      "a key whose payload names another identity: -EINVAL, '%s'", err);
+	/* keys someone else could change are not used */
+	if (keyctl_setperm(kc, KEY_POS_ALL | KEY_USR_VIEW | KEY_OTH_WRITE) == 0) {
+		r = tlsh_keyring_find_psk(ring, "client1", &p, &serial, err, sizeof(err));
+		CHECK(r == -EACCES && serial == 0 &&
+		      strstr(err, "for identity 'client1' can be written by others (permissions 3f010004): not used"),
+		      "a PSK key others may write: -EACCES, '%s'", err);
+		CHECK(keyctl_setperm(kc, KEY_POS_ALL | KEY_USR_VIEW) == 0 &&
+		      tlsh_keyring_find_psk(ring, "client1", &p, &serial, err, sizeof(err)) == 0,
+		      "... and used again once only its owner may");
+		tlsh_keyring_psk_clear(&p);
+	} else {
+		CHECK(0, "keyctl_setperm: %s", strerror(errno));
+	}
+	if (keyctl_setperm(ring, KEY_POS_ALL | KEY_USR_ALL | KEY_GRP_WRITE) == 0) {
+		found = tlsh_keyring_find_ring(name, err, sizeof(err));
+		CHECK(found == -EACCES && strstr(err, "can be written by others"),
+		      "a key ring its group may write: -EACCES, '%s'", err);
+		CHECK(keyctl_setperm(ring, KEY_POS_ALL | KEY_USR_ALL) == 0 &&
+		      tlsh_keyring_find_ring(name, err, sizeof(err)) == ring,
+		      "... and found again once only its owner may");
+	} else {
+		CHECK(0, "keyctl_setperm: %s", strerror(errno));
+	}
+	ko = add_key("user", "owned", "owned:" HEX32, 6 + 64, ring);
+	if (ko > 0 && keyctl_chown(ko, 65534, -1) == 0) {
+		r = tlsh_keyring_find_psk(ring, "owned", &p, &serial, err, sizeof(err));
+		CHECK(r == -EACCES && serial == 0 && strstr(err, "is not ours (owned by uid 65534"),
+		      "a PSK key another user owns: -EACCES, '%s'", err);
+	} else {
+		tap_check(1, "a PSK key another user owns # SKIP keyctl_chown: %s",
+			  strerror(errno));
+	}
 	pf.buf = (const unsigned char *)"other:" HEX32 "\nclient1:" HEX32 "\n";
 	pf.len = strlen((const char *)pf.buf);
 	r = tlsh_server_psk_from_file(&pf, "client1", &p, &serial, err, sizeof(err));
