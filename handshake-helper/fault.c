@@ -14,6 +14,7 @@ static const char *const fault_names[] = {
 	[FAULT_BEFORE_BIND] = "before-bind",
 	[FAULT_MID_HANDSHAKE] = "mid-handshake",
 	[FAULT_AFTER_TX] = "after-tx",
+	[FAULT_AFTER_KTLS] = "after-ktls",
 };
 
 static bool fault_armed(enum tlsh_fault_point p)

@@ -13,6 +13,8 @@
  *                   handshake's process: the accept loop logs its death)
  *   after-tx        after TLS_TX has been set and before TLS_RX (the
  *                   handshake's process)
+ *   after-ktls      after both directions have their keys, before the
+ *                   status is reported (the handshake's process)
  *
  * In tlsh-helper (what "make install" installs) both functions do
  * nothing and the environment is not looked at.
@@ -26,6 +28,7 @@ enum tlsh_fault_point {
 	FAULT_BEFORE_BIND,
 	FAULT_MID_HANDSHAKE,
 	FAULT_AFTER_TX,
+	FAULT_AFTER_KTLS,
 };
 
 /* Dies here if TLSH_HELPER_FAULT names point p */

@@ -8,6 +8,7 @@
  */
 #include "request.h"
 #include "handshake.h"
+#include "fault.h"
 #include "keyring.h"
 #include "ktls.h"
 #include "log.h"
@@ -432,9 +433,19 @@ void tlsh_request_serve(int fd, void *arg)
 	/* the consumer's reference on it is taken now, kept on success */
 	if (!status && server)
 		status = report_peer_identity(fd, &hs, &identity, err, sizeof(err));
+	/*
+	 * Before kTLS, as the peer's identity: once both directions have
+	 * keys, a worker that dies (its agent killed: PDEATHSIG) leaves a
+	 * handshake the kernel completes with status 0, and a server not
+	 * verified must not then count as authenticated
+	 */
+	if (!status && hs.unauthenticated)
+		status = report_unauthenticated(fd, &r, &hs, err, sizeof(err));
 	if (!status) {
 		t_ktls = tlsh_now_us();
 		status = tlsh_ktls_install(fd, hs.session, err, sizeof(err));
+		if (!status)
+			tlsh_fault_point(FAULT_AFTER_KTLS);
 		if (status == -ENOTCONN || status == -ECONNRESET || status == -EPIPE) {
 			if (!server) {
 				status = tlsh_hs_closed_after(hs.session, fd, err,
@@ -446,8 +457,6 @@ void tlsh_request_serve(int fd, void *arg)
 			}
 		}
 	}
-	if (!status && hs.unauthenticated)
-		status = report_unauthenticated(fd, &r, &hs, err, sizeof(err));
 	log_outcome(&r, &hs, server, identity, status, err);
 	if (status) {
 		report(fd, status);

@@ -1,9 +1,10 @@
 #!/bin/bash
 # The agent dies at the worst moments: killed before it binds its
 # listener, in the middle of the TLS handshake (after the ServerHello),
-# and after setting TLS_TX but before TLS_RX. Each time the consumer's
-# done() runs exactly once with the documented error, well before the
-# deadline, and the next handshake, with the normal helper, works.
+# after setting TLS_TX but before TLS_RX, and after both. Each time the
+# consumer's done() runs exactly once with the documented status, well
+# before the deadline, and the next handshake, with the normal helper,
+# works.
 # The faults come from tlsh-helper-testing (handshake-helper/fault.h),
 # started by a request-key rule that sets TLSH_HELPER_FAULT.
 # tlsh-vm: timeout=240
@@ -49,6 +50,21 @@ for f in before-bind:126 mid-handshake:13 after-tx:13; do
 	out=$(hs addr=$S port=4433 name=server.test)
 	check "$fault: the next handshake works" grep -q "status=0 done=1 cancelled=0 data=ok" <<< "$out"
 done
+
+# after-ktls: both directions have their keys when the handshake's
+# process dies, so the kernel completes the handshake (status 0); a
+# server the agent could not verify (another name, authopt=1) must still
+# be reported unverified: the agent tells the kernel before kTLS
+check "after-ktls: no agent running before" no_agent
+fault_rule after-ktls
+out=$(hs addr=$S port=4433 name=other.test authopt=1 data=none timeout=15000)
+normal_rule
+echo "$out" | sed 's/^/# /'
+check "after-ktls: the helper was killed there" grep -q "TLSH_HELPER_FAULT=after-ktls: killing myself" /var/log/messages
+check "after-ktls: done() ran once with 0, the server reported unverified (unauth=1)" \
+	grep -q "start=0 status=0 done=1 .* unauth=1$" <<< "$out"
+sleep 0.5
+check "after-ktls: the dead agent is gone" no_agent
 
 # the normal helper has no fault injection
 pkill tlsh-helper

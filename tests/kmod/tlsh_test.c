@@ -20,7 +20,9 @@
  * data=echo|none (after the handshake: send a line over kTLS and expect
  * it back, as gnutls-serv --echo does; default echo), cancel= (ms after
  * which tls_handshake_cancel() is called; 0 = never), api=args|x509
- * (tls_handshake_start() or the original tls_client_hello_x509()).
+ * (tls_handshake_start() or the original tls_client_hello_x509()),
+ * authopt=1 (the agent may complete the handshake with a server it could
+ * not verify; the line then ends with unauth=0|1, as done() learned it).
  *
  * role=server turns it around: the module listens on addr= port= (the
  * address to bind; 0.0.0.0 or :: for any), accepts count= connections
@@ -74,6 +76,7 @@ struct tt_conn {
 	bool			cancelled;
 	char			data[16];
 	struct key		*peer;		/* server: the client's key */
+	bool			unauth;		/* authopt: not verified */
 	unsigned long		t0, t1;
 	ktime_t			k0, k1;
 };
@@ -91,6 +94,7 @@ struct tt_params {
 	int			keyring;
 	bool			echo;
 	bool			api_x509;
+	bool			authopt;
 	bool			server;
 	unsigned int		accept_ms;
 };
@@ -145,6 +149,8 @@ static int tt_parse(char *buf, struct tt_params *p)
 			ret = kstrtoint(val, 0, &p->peerid);
 		else if (!strcmp(opt, "cert"))
 			ret = kstrtoint(val, 0, &p->cert);
+		else if (!strcmp(opt, "authopt"))
+			ret = kstrtobool(val, &p->authopt);
 		else if (!strcmp(opt, "keyring"))
 			ret = kstrtoint(val, 0, &p->keyring);
 		else if (!strcmp(opt, "type"))
@@ -199,6 +205,8 @@ static int tt_start(struct tt_conn *c, struct tt_params *p)
 		.keyring	= p->keyring,
 		.timeout_ms	= p->timeout,
 		.peer_identity	= &c->peer,
+		.auth_optional	= p->authopt,
+		.unauthenticated = &c->unauth,
 	};
 
 	if (p->type == TLSH_TYPE_SERVERHELLO_X509)
@@ -397,6 +405,9 @@ static int tt_run(struct tt_params *p, char **result)
 		if (p->server)
 			pos += scnprintf(out + pos, size - pos, " peer=%s",
 					 c->peer ? c->peer->description : "-");
+		if (p->authopt)
+			pos += scnprintf(out + pos, size - pos, " unauth=%d",
+					 c->unauth);
 		pos += scnprintf(out + pos, size - pos, "\n");
 		key_put(c->peer);
 		if (c->sock)
