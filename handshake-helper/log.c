@@ -2,7 +2,8 @@
 /*
  * Logging.  One call = one line.  Messages are formatted into a buffer
  * first, control characters (which could come from a peer's certificate
- * or a kernel-supplied name) are replaced, and the line goes to syslog
+ * or a kernel-supplied name: C0 and C1, also UTF-8-encoded, bidi
+ * controls, bytes that are not UTF-8) are replaced, and the line goes to syslog
  * and, in foreground mode, to stderr in a single write().
  */
 #include "log.h"
@@ -67,6 +68,65 @@ const char *tlsh_log_level_name(enum tlsh_log_level level)
 	return level <= TLSH_LOG_DEBUG ? level_names[level] : "?";
 }
 
+/* The length of the well-formed UTF-8 sequence at s (2-4) and its code
+ * point, or 0 */
+static int utf8_seq(const unsigned char *s, unsigned int *cp)
+{
+	unsigned int c = s[0], min;
+	int n;
+
+	if (c >= 0xc2 && c <= 0xdf) {
+		n = 2, c &= 0x1f, min = 0x80;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		n = 3, c &= 0x0f, min = 0x800;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		n = 4, c &= 0x07, min = 0x10000;
+	} else {
+		return 0;
+	}
+	for (int i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;	/* also the terminating NUL */
+		c = c << 6 | (s[i] & 0x3f);
+	}
+	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return n;
+}
+
+static int unsafe_cp(unsigned int c)
+{
+	return (c >= 0x80 && c <= 0x9f) || c == 0x61c || c == 0x200e ||
+	       c == 0x200f || (c >= 0x202a && c <= 0x202e) ||
+	       (c >= 0x2066 && c <= 0x2069);
+}
+
+void tlsh_log_sanitize(char *s)
+{
+	unsigned char *p = (unsigned char *)s;
+
+	while (*p) {
+		unsigned int cp;
+		int n;
+
+		if (*p < 0x80) {
+			if (*p < 0x20 || *p == 0x7f)
+				*p = '?';
+			p++;
+			continue;
+		}
+		n = utf8_seq(p, &cp);
+		if (!n) {
+			*p++ = '?';
+			continue;
+		}
+		if (unsafe_cp(cp))
+			memset(p, '?', (size_t)n);
+		p += n;
+	}
+}
+
 void tlsh_log_msg(enum tlsh_log_level level, const char *fmt, ...)
 {
 	char line[1024];
@@ -80,9 +140,7 @@ void tlsh_log_msg(enum tlsh_log_level level, const char *fmt, ...)
 	va_end(ap);
 	if (n < 0)
 		return;
-	for (char *p = line; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
+	tlsh_log_sanitize(line);
 	if (log_to_syslog)
 		syslog(level_prio[level], "%s", line);
 	if (log_to_stderr) {

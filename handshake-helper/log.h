@@ -18,6 +18,12 @@ enum tlsh_log_level tlsh_log_get_level(void);
 int tlsh_log_level_from_name(const char *name);
 const char *tlsh_log_level_name(enum tlsh_log_level level);
 
+/* What tlsh_log_msg() does to a line before it is written: every byte
+ * of a control character (C0, DEL, C1, also UTF-8-encoded), of a bidi
+ * control (U+061C, U+200E/F, U+202A-E, U+2066-9) or of bytes that are
+ * not well-formed UTF-8 becomes '?'; the rest is kept as it is. */
+void tlsh_log_sanitize(char *s);
+
 void tlsh_log_msg(enum tlsh_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 

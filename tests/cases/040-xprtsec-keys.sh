@@ -303,6 +303,16 @@ user_mount() {
 		{ sed 's/^/# /' $TLSH_ARTIFACTS/user.out; return 1; }
 }
 check "the user added their own certificate and key to their user keyring" test -n "$ucert" -a -n "$ukey"
+# root's mount with the same certificate: the user's mount would share
+# its client, whose connections use root's keys, which the user may not
+# read (a certificate is public: copying it must not buy its connections)
+nfs_mount $MTO,xprtsec=mtls,cert_serial=$cert,privkey_serial=$key $P $M
+kmark usershare
+check_fail "the user's mount while root's of the same certificate is up: refused" user_mount
+check "... because the user may not read the keys that client uses (EACCES)" \
+	kgrep usershare "same TLS identity uses key $cert, which this user cannot read"
+check_fail "... nothing mounted" grep -q " /mnt/v " /proc/mounts
+timeout 60 umount $M || timeout 60 umount -f -l $M
 check "the user's own keys in the user's session: the user mount works" user_mount
 check "... encrypted with the user's certificate" policy_is /mnt/v mtls
 check "... and the data is there" cmp -s /tmp/r16 /mnt/v/r16

@@ -6,6 +6,7 @@
  * -ERANGE out of range, -ENAMETOOLONG / -E2BIG does not fit, the -errno of
  * the failed system call).
  */
+#include "log.h"
 #include "tap.h"
 #include "util.h"
 
@@ -180,8 +181,37 @@ static void test_copy_and_read(void)
 	unlink(path);
 }
 
+/* What a certificate's name can put in a log line */
+static void test_log_sanitize(void)
+{
+	static const struct {
+		const char *in, *out, *what;
+	} cases[] = {
+		{ "CN=client,O=Example", "CN=client,O=Example", "ASCII kept" },
+		{ "a\nb\rc\x1b[2Jd\x7f", "a?b?c?[2Jd?", "C0 controls and DEL" },
+		{ "CN=J\xc3\xbcrgen \xc4\x81 \xe2\x82\xac \xf0\x9f\x94\x92",
+		  "CN=J\xc3\xbcrgen \xc4\x81 \xe2\x82\xac \xf0\x9f\x94\x92",
+		  "UTF-8 kept (continuation bytes 0x80-0xbf included)" },
+		{ "x\xc2\x9b" "31my", "x??31my", "UTF-8-encoded C1 (U+009B CSI)" },
+		{ "x\x9b" "31my", "x?31my", "a raw C1 byte (8-bit CSI)" },
+		{ "evil\xe2\x80\xaetxt.exe", "evil???txt.exe", "bidi override U+202E" },
+		{ "\xe2\x81\xa6" "a\xe2\x81\xa9", "???a???", "bidi isolates U+2066, U+2069" },
+		{ "\xc0\xafx\xed\xa0\x80y\xe2\x82", "??x???y??",
+		  "overlong, surrogate and truncated sequences" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char buf[64];
+
+		snprintf(buf, sizeof(buf), "%s", cases[i].in);
+		tlsh_log_sanitize(buf);
+		CHECK(strcmp(buf, cases[i].out) == 0, "log lines: %s", cases[i].what);
+	}
+}
+
 int main(void)
 {
+	test_log_sanitize();
 	test_numbers();
 	test_names();
 	test_copy_and_read();
