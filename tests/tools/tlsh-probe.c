@@ -10,6 +10,10 @@
  *   tlsh-probe hold MS        socket + listen, then MS milliseconds without
  *                             accepting anything, then close: a listener
  *                             that goes away with handshakes queued on it
+ *   tlsh-probe stall          socket + listen, then a blocking accept of
+ *                             one handshake and a blocking recv() on it
+ *                             (an agent waiting for a server that says
+ *                             nothing first): "recv ret=N" when it returns
  *
  * Output: "CALL ok" or "CALL errno=NAME"; the exit status is 0 when
  * every call succeeded, 1 otherwise.
@@ -49,7 +53,7 @@ int main(int argc, char **argv)
 	int fd, rc = 0;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: tlsh-probe bind [KEY]|listen|accept|getsockopt|hold MS\n");
+		fprintf(stderr, "usage: tlsh-probe bind [KEY]|listen|accept|getsockopt|hold MS|stall\n");
 		return 2;
 	}
 	fd = socket(AF_TLSH, SOCK_STREAM, 0);
@@ -71,6 +75,23 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		usleep((useconds_t)strtoul(argv[2], NULL, 10) * 1000);
 		printf("close\n");
+	} else if (!strcmp(argv[1], "stall")) {
+		int hs;
+
+		rc |= report("listen", listen(fd, 16));
+		fflush(stdout);
+		hs = accept4(fd, NULL, NULL, 0);
+		rc |= report("accept", hs);
+		fflush(stdout);
+		if (hs >= 0) {
+			ssize_t n = recv(hs, buf, 1, 0);
+
+			if (n < 0)
+				printf("recv ret=-1 errno=%s\n", strerrorname_np(errno));
+			else
+				printf("recv ret=%zd\n", n);
+			close(hs);
+		}
 	} else {
 		fprintf(stderr, "tlsh-probe: unknown call %s\n", argv[1]);
 		return 2;
