@@ -125,6 +125,7 @@ static struct {
 	bool no_tls;
 	enum probe_reply probe_reply;
 	bool never_answer_probe, stall_handshake, close_handshake, garbage;
+	double stall_hold;		/* --stall-hold: seconds after EOF */
 	enum hostile hostile;		/* --hostile-record */
 	uint64_t hostile_after;		/* --hostile-after */
 	bool hostile_after_set;
@@ -1421,6 +1422,10 @@ static void handle(struct conn *c)
 		if (o.stall_handshake) {
 			tls_field(c, "tls=stalled");
 			drain(c, 0, "stalling the handshake");
+			/* a server that does not close when its client does:
+			 * the client's socket stays in FIN_WAIT2 */
+			if (o.stall_hold > 0)
+				usleep((useconds_t)(o.stall_hold * 1e6));
 			return;
 		}
 		if (o.close_handshake) {
@@ -1548,6 +1553,8 @@ static void usage(FILE *f)
 "                             starttls is the default, correct answer\n"
 "      --never-answer-probe   read the probe, never answer\n"
 "      --stall-handshake      send STARTTLS, never answer the ClientHello\n"
+"      --stall-hold=SECONDS   with --stall-handshake: when the client closes,\n"
+"                             keep the connection open SECONDS more\n"
 "      --close-handshake      send STARTTLS, read the ClientHello, close\n"
 "      --garbage-after-starttls  send STARTTLS, then 256 non-TLS bytes\n"
 "      --alert-after=N        after N plaintext bytes to the client, send a\n"
@@ -1859,7 +1866,7 @@ enum {
 	OPT_REQ_CERT, OPT_PSK,
 	OPT_TLS12, OPT_TLS13, OPT_PRIORITY, OPT_LOG, OPT_PORT_FILE,
 	OPT_PID_FILE, OPT_FIRST_TO, OPT_HS_TO, OPT_CONN_TO, OPT_MAX_CONNS,
-	OPT_HOSTILE, OPT_HOSTILE_AFTER,
+	OPT_HOSTILE, OPT_HOSTILE_AFTER, OPT_STALL_HOLD,
 };
 
 static const struct option longopts[] = {
@@ -1874,6 +1881,7 @@ static const struct option longopts[] = {
 	{ "probe-reply", required_argument, NULL, OPT_PROBE_REPLY },
 	{ "never-answer-probe", no_argument, NULL, OPT_NEVER_ANSWER },
 	{ "stall-handshake", no_argument, NULL, OPT_STALL_HS },
+	{ "stall-hold", required_argument, NULL, OPT_STALL_HOLD },
 	{ "close-handshake", no_argument, NULL, OPT_CLOSE_HS },
 	{ "garbage-after-starttls", no_argument, NULL, OPT_GARBAGE },
 	{ "alert-after", required_argument, NULL, OPT_ALERT_AFTER },
@@ -1943,6 +1951,9 @@ static void parse_args(int argc, char **argv)
 			break;
 		case OPT_NEVER_ANSWER: o.never_answer_probe = true; break;
 		case OPT_STALL_HS: o.stall_handshake = true; break;
+		case OPT_STALL_HOLD:
+			o.stall_hold = parse_secs(optarg, "--stall-hold", false);
+			break;
 		case OPT_CLOSE_HS: o.close_handshake = true; break;
 		case OPT_GARBAGE: o.garbage = true; break;
 		case OPT_ALERT_AFTER:
