@@ -710,40 +710,43 @@ if command -v keyctl > /dev/null && keyctl session - true > /dev/null 2>&1; then
 		[ "$rc" = 0 ] && grep -q "^client: PSK identity client1 (identity key $key)$" <<< "$aout" &&
 			ok "PSK server (--psk): the identity is looked up in the configured keyring, its key names the client" ||
 			nok "PSK server (--psk): the identity looked up in the configured keyring" "$aout"
+		# failed NAME STATUS ERE [CLIENT-ERE]: the pair just run failed on
+		# the server, its log matching ERE and (if not empty) telling
+		# the kernel STATUS, the client output matching CLIENT-ERE
+		failed() {
+			if [ "$arc" = 1 ] && grep -qE -- "$3" <<< "$aout" &&
+				{ [ -z "$2" ] || grep -q "^status: $2$" <<< "$aout"; } &&
+				{ [ -z "${4:-}" ] || grep -qE -- "$4" <<< "$out"; }; then
+				ok "$1"
+			else
+				nok "$1" "$aout
+$out"
+			fi
+		}
 		pair "$tmp/ring.conf" --psk -- --psk-file "$pki/badpsk.txt"
-		[ "$arc" = 1 ] && grep -q "PSK identity .client1. does not match key $key" <<< "$aout" &&
-			grep -q "^status: EKEYREJECTED$" <<< "$aout" &&
-			ok "... the wrong key for it: EKEYREJECTED, naming the key" ||
-			nok "... the wrong key for it: EKEYREJECTED" "$aout"
+		failed "... the wrong key for it: EKEYREJECTED, naming the key" EKEYREJECTED \
+			"PSK identity .client1. does not match key $key"
 		pair "$tmp/ring.conf" --psk -- --psk-file "$tmp/stranger.txt"
-		[ "$arc" = 1 ] && grep -q "no PSK for identity .stranger. in key ring $ring" <<< "$aout" &&
-			grep -q "^status: EKEYREJECTED$" <<< "$aout" &&
-			ok "... an identity without a key there: EKEYREJECTED, naming the keyring" ||
-			nok "... an identity without a key there: EKEYREJECTED" "$aout"
+		failed "... an identity without a key there: EKEYREJECTED, naming the keyring" EKEYREJECTED \
+			"no PSK for identity .stranger. in key ring $ring"
 		# the server failing, not the client: the key ring cannot be
 		# searched (found by name through /proc/keys), or others could
 		# change the key or the ring
 		keyctl setperm "$ring" 0x37210000
 		pair "$tmp/ring.conf" --psk -- --psk-file "$pki/psk.txt"
-		[ "$arc" = 1 ] && grep -q "cannot search key ring $ring for identity .client1.: Permission denied" <<< "$aout" &&
-			grep -q "^status: EACCES$" <<< "$aout" &&
-			grep -q "peer sent fatal alert: Internal error" <<< "$out" &&
-			ok "... a key ring the agent cannot search: EACCES (not EKEYREJECTED), the client told internal_error" ||
-			nok "... a key ring the agent cannot search: EACCES, internal_error" "$aout
-$out"
+		failed "... a key ring the agent cannot search: EACCES (not EKEYREJECTED), the client told internal_error" EACCES \
+			"cannot search key ring $ring for identity .client1.: Permission denied" \
+			"peer sent fatal alert: Internal error"
 		keyctl setperm "$ring" 0x3f010000
 		keyctl setperm "$key" 0x3f010004
 		pair "$tmp/ring.conf" --psk -- --psk-file "$pki/psk.txt"
-		[ "$arc" = 1 ] && grep -q "PSK key $key for identity .client1. can be written by others (permissions 3f010004): not used" <<< "$aout" &&
-			grep -q "^status: EACCES$" <<< "$aout" &&
-			ok "... a key others may write: not used, EACCES with the reason" ||
-			nok "... a key others may write: not used, EACCES" "$aout"
+		failed "... a key others may write: not used, EACCES with the reason" EACCES \
+			"PSK key $key for identity .client1. can be written by others \(permissions 3f010004\): not used"
 		keyctl setperm "$key" 0x3f010000
 		keyctl setperm "$ring" 0x3f010400
 		pair "$tmp/ring.conf" --psk -- --psk-file "$pki/psk.txt"
-		[ "$arc" = 1 ] && grep -q "key ring .$name. ($ring) can be written by others (permissions 3f010400): not used" <<< "$aout" &&
-			ok "... a key ring its group may write: not used, the reason logged" ||
-			nok "... a key ring its group may write: not used" "$aout"
+		failed "... a key ring its group may write: not used, the reason logged" "" \
+			"key ring .$name. \($ring\) can be written by others \(permissions 3f010400\): not used"
 		keyctl setperm "$ring" 0x3f010000
 		# an x509 server (as for the kernel, plain --accept) finds it too
 		{ cat "$tmp/mtls.conf"; echo "server-psk-keyring = $name"; } > "$tmp/ringmtls.conf"
