@@ -3,8 +3,9 @@
  * Logging.  One call = one line.  Messages are formatted into a buffer
  * first, control characters (which could come from a peer's certificate
  * or a kernel-supplied name: C0 and C1, also UTF-8-encoded, bidi
- * controls, bytes that are not UTF-8) are replaced, and the line goes to syslog
- * and, in foreground mode, to stderr in a single write().
+ * controls, bytes that are not UTF-8) are replaced (tlsh_log_sanitize()),
+ * and the line goes to syslog and, in foreground mode, to stderr in a
+ * single write().
  */
 #include "log.h"
 
