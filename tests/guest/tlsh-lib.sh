@@ -149,17 +149,25 @@ log_since() {
 	cat /var/log/messages.0 /var/log/messages 2>/dev/null |
 		sed -n "/tlsh: tlsh-mark $1\$/,\$p"
 }
-# lgrep MARK PATTERN: PATTERN is in the system log after MARK
+# lgrep MARK PATTERN: PATTERN is in the system log after MARK, within
+# 5 s (syslogd writes it a moment after the agent sent it)
 lgrep() {
-	log_since "$1" | grep -q "$2" && return 0
+	local _m=$1 _p=$2
+
+	wait_for 5 eval 'log_since "$_m" | grep -q "$_p"' && return 0
 	echo "# no log line like '$2' after mark $1; the last ones:"
 	log_since "$1" | tail -8 | sed 's/^/#   /'
 	return 1
 }
-# kgrep MARK PATTERN: PATTERN is in the kernel log after MARK; when it
-# is not, the last lines after MARK are printed as TAP comments
+# kgrep MARK PATTERN: PATTERN is in the kernel log after MARK, within
+# 5 s (a server thread may write it after the client's call returned:
+# knfsd turns TLS off when it deletes the transport, after the client
+# saw the connection close); when it is not, the last lines after MARK
+# are printed as TAP comments
 kgrep() {
-	dmesg_since "$1" | grep -q "$2" && return 0
+	local _m=$1 _p=$2
+
+	wait_for 5 eval 'dmesg_since "$_m" | grep -q "$_p"' && return 0
 	echo "# no kernel message like '$2' after mark $1; the last ones:"
 	dmesg_since "$1" | tail -8 | sed 's/^/#   /'
 	return 1
