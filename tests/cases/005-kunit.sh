@@ -1,9 +1,12 @@
 #!/bin/bash
 # The series' KUnit suites (scripts/kconfig/tlsh.config): tlsh, the
 # AF_TLSH core (CONFIG_TLSH_KUNIT_TEST: queueing, the deadline, cancel,
-# reference counting, the listener, namespace exit), and nfs_x509, the
+# reference counting, the listener, namespace exit), nfs_x509, the
 # identity an mtls NFS client's certificate presents
-# (CONFIG_NFS_X509_KUNIT_TEST). Built in, they ran at boot, before this
+# (CONFIG_NFS_X509_KUNIT_TEST), and sunrpc_xprtsec, the policy and keys
+# of the transports an RPC client adds or switches to, and the refusal
+# of a required policy on UDP, AF_LOCAL and RDMA
+# (CONFIG_SUNRPC_XPRTSEC_KUNIT_TEST). Built in, they ran at boot, before this
 # script; this case turns each test case's KTAP result in the suite's
 # debugfs file into one TAP line, and fails if any failed, none ran, or
 # fewer ran than the suite's plan announced.
@@ -11,7 +14,7 @@
 # tlsh-vm: timeout=60
 . /tlsh/guest/lib.sh
 
-SUITES=(tlsh nfs_x509)
+SUITES=(tlsh nfs_x509 sunrpc_xprtsec)
 if ! mountpoint -q /sys/kernel/debug; then
 	mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 fi
