@@ -6,10 +6,10 @@
 # (CONFIG_NFS_X509_KUNIT_TEST), and sunrpc_xprtsec, the policy and keys
 # of the transports an RPC client adds or switches to, and the refusal
 # of a required policy on UDP, AF_LOCAL and RDMA
-# (CONFIG_SUNRPC_XPRTSEC_KUNIT_TEST). Built in, they ran at boot, before this
-# script; this case turns each test case's KTAP result in the suite's
-# debugfs file into one TAP line, and fails if any failed, none ran, or
-# fewer ran than the suite's plan announced.
+# (CONFIG_SUNRPC_XPRTSEC_KUNIT_TEST). Built in, they ran at boot, before
+# this script; this case turns each test case's KTAP result in the
+# suite's debugfs file into one TAP line, and fails if any failed, none
+# ran, or fewer ran than the suite's plan announced.
 # tlsh-vm: netns=root
 # tlsh-vm: timeout=60
 . /tlsh/guest/lib.sh
