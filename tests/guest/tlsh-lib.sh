@@ -149,26 +149,21 @@ log_since() {
 	cat /var/log/messages.0 /var/log/messages 2>/dev/null |
 		sed -n "/tlsh: tlsh-mark $1\$/,\$p"
 }
-# lgrep MARK PATTERN: PATTERN is in the system log after MARK, within
-# 5 s (syslogd writes it a moment after the agent sent it)
-lgrep() {
-	local _m=$1 _p=$2
+# grep_since SOURCE MARK PATTERN WHAT: PATTERN is in what SOURCE
+# (log_since, dmesg_since) prints after MARK, within 5 s; when it is
+# not, the last lines after MARK are printed as TAP comments
+grep_since() {
+	local _src=$1 _m=$2 _p=$3
 
-	wait_for 5 eval 'log_since "$_m" | grep -q "$_p"' && return 0
-	echo "# no log line like '$2' after mark $1; the last ones:"
-	log_since "$1" | tail -8 | sed 's/^/#   /'
+	wait_for 5 eval '$_src "$_m" | grep -q "$_p"' && return 0
+	echo "# no $4 like '$_p' after mark $_m; the last ones:"
+	$_src "$_m" | tail -8 | sed 's/^/#   /'
 	return 1
 }
-# kgrep MARK PATTERN: PATTERN is in the kernel log after MARK, within
-# 5 s (a server thread may write it after the client's call returned:
-# knfsd turns TLS off when it deletes the transport, after the client
-# saw the connection close); when it is not, the last lines after MARK
-# are printed as TAP comments
-kgrep() {
-	local _m=$1 _p=$2
-
-	wait_for 5 eval 'dmesg_since "$_m" | grep -q "$_p"' && return 0
-	echo "# no kernel message like '$2' after mark $1; the last ones:"
-	dmesg_since "$1" | tail -8 | sed 's/^/#   /'
-	return 1
-}
+# lgrep MARK PATTERN: in the system log (syslogd writes a line a moment
+# after the agent sent it)
+lgrep() { grep_since log_since "$1" "$2" "log line"; }
+# kgrep MARK PATTERN: in the kernel log (a server thread may write a
+# line after the client's call returned: knfsd turns TLS off when it
+# deletes the transport, after the client saw the connection close)
+kgrep() { grep_since dmesg_since "$1" "$2" "kernel message"; }
