@@ -518,12 +518,11 @@ static void send_alert(const struct hs_session *hs, int ret)
 	default:
 		break;
 	}
-	/* a server that does not know the PSK identity a client offered,
-	 * or could not look it up */
-	if (hs->psk_error)
+	/* a server that could not look up the PSK identity a client
+	 * offered; one that does not know it gets what a wrong key gets
+	 * (psk_decoy()) */
+	if (hs->psk_error && !tlsh_server_psk_refused(hs))
 		(void)gnutls_alert_send(hs->session, GNUTLS_AL_FATAL,
-					tlsh_server_psk_refused(hs) ?
-					GNUTLS_A_UNKNOWN_PSK_IDENTITY :
 					GNUTLS_A_INTERNAL_ERROR);
 	else
 		(void)gnutls_alert_send_appropriate(hs->session, ret);
@@ -542,6 +541,9 @@ static int drive_handshake(struct hs_session *hs, int fd,
 		int pr, ret;
 
 		ret = gnutls_handshake(s);
+		/* done on a decoy PSK (a 256-bit guess): refused all the same */
+		if (ret == 0 && hs->psk_error)
+			return classify(hs, p, ret, err, errlen);
 		if (ret == 0)
 			return 0;
 		if (ret != GNUTLS_E_AGAIN && ret != GNUTLS_E_INTERRUPTED) {

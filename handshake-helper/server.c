@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include <gnutls/crypto.h>
 #include <gnutls/x509.h>
 
 /* RFC 9289, Section 5.2.1: a client certificate may carry
@@ -287,9 +288,34 @@ static bool valid_identity(const gnutls_datum_t *id)
 }
 
 /*
+ * A random key for an identity the server has no key for, so that the
+ * handshake fails where a wrong key fails (TLS 1.3's binder, TLS 1.2's
+ * Finished) and the client is told the same: a client that is told
+ * unknown_psk_identity (RFC 8446 leaves it optional) learns which
+ * identities the server knows, one handshake per guess.
+ */
+#define TLSH_PSK_DECOY_LEN	32
+
+static int psk_decoy(gnutls_datum_t *key)
+{
+	key->data = gnutls_malloc(TLSH_PSK_DECOY_LEN);
+	if (!key->data)
+		return -1;
+	if (gnutls_rnd(GNUTLS_RND_KEY, key->data, TLSH_PSK_DECOY_LEN) < 0) {
+		gnutls_free(key->data);
+		key->data = NULL;
+		return -1;
+	}
+	key->size = TLSH_PSK_DECOY_LEN;
+	return 0;
+}
+
+/*
  * The PSK of the identity the client offers, handed to GnuTLS (which wipes
  * its copy when done).  A lookup that fails is kept (hs->psk_error,
  * psk_why) for classify(): the handshake then fails with that reason.
+ * Where the client is refused (tlsh_server_psk_refused()), GnuTLS gets a
+ * decoy key rather than an error: see psk_decoy().
  */
 static int psk_callback(gnutls_session_t s, const gnutls_datum_t *id,
 			gnutls_datum_t *key)
@@ -308,7 +334,7 @@ static int psk_callback(gnutls_session_t s, const gnutls_datum_t *id,
 		snprintf(hs->psk_why, sizeof(hs->psk_why),
 			 "the client offered a PSK identity of %u bytes that is not 1..%d printable characters without spaces or colons",
 			 id->size, TLSH_PSK_ID_MAX);
-		return -1;
+		return psk_decoy(key);
 	}
 	memcpy(ident, id->data, id->size);
 	ident[id->size] = '\0';
@@ -332,6 +358,8 @@ static int psk_callback(gnutls_session_t s, const gnutls_datum_t *id,
 	tlsh_keyring_psk_clear(&psk);
 	(void)munlock(&psk, sizeof(psk));
 	hs->psk_error = ret;
+	if (ret && tlsh_server_psk_refused(hs))
+		return psk_decoy(key);
 	return ret ? -1 : 0;
 }
 

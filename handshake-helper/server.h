@@ -83,8 +83,9 @@ int tlsh_server_classify(const struct hs_session *hs, int ret, char *err,
 			 size_t errlen);
 
 /* After a PSK lookup failed (hs->psk_error): 1 where the client is
- * refused (no usable key for the identity it offered: it is told
- * unknown_psk_identity, the kernel EKEYREJECTED), 0 where the server
+ * refused (no usable key for the identity it offered: the handshake goes
+ * on with a decoy key and fails as a wrong key does, the client is told
+ * what a wrong key gets, the kernel EKEYREJECTED), 0 where the server
  * failed (the key ring or key could not be read, or may not be trusted:
  * internal_error, and that errno) */
 int tlsh_server_psk_refused(const struct hs_session *hs);

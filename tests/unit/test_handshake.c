@@ -871,6 +871,16 @@ static void server_x509_cases(void)
 	tlsh_keyring_x509_free(&own);
 }
 
+/* A PSK client (client1, or the wrong key for it) into c */
+static void psk_client(struct client *c, int wrong_key)
+{
+	memset(c, 0, sizeof(*c));
+	c->psk_id = "client1";
+	memcpy(c->psk, psk_key, sizeof(psk_key));
+	if (wrong_key)
+		c->psk[0] ^= 0xff;
+}
+
 static void server_psk_cases(void)
 {
 	const char *prio = "NORMAL:-VERS-ALL:+VERS-TLS1.3:+ECDHE-PSK:+DHE-PSK:+PSK";
@@ -878,7 +888,7 @@ static void server_psk_cases(void)
 	struct hs_session hs;
 	struct client c;
 	int32_t serial = 0;
-	int sfd, r, ok;
+	int sfd, r, ok, wrong_key_alert;
 
 	memset(&c, 0, sizeof(c));
 	c.psk_id = "client1";
@@ -891,32 +901,34 @@ static void server_psk_cases(void)
 	      "server PSK: the identity's key from the lookup, its serial for TLSH_PEER_IDENTITY (%s)",
 	      r ? err : name);
 
-	memset(&c, 0, sizeof(c));
+	psk_client(&c, 1);
+	r = serve(&c, TLSH_TYPE_SERVERHELLO_PSK, NULL, prio, &hs, &sfd, err, sizeof(err));
+	serve_done(&c, &hs, sfd);
+	wrong_key_alert = c.alert;
+	CHECK(r == -EKEYREJECTED && c.alert != 0 &&
+	      strcmp(err, "the client's key for PSK identity 'client1' does not match key 4242") == 0,
+	      "server PSK: the wrong key for a known identity: -EKEYREJECTED, '%s', the client told %s",
+	      err, gnutls_alert_get_name(c.alert));
+
+	/* an unknown identity: the client must not learn that it is, by
+	 * the alert, from a wrong key */
+	psk_client(&c, 0);
 	c.psk_id = "stranger";
-	memcpy(c.psk, psk_key, sizeof(psk_key));
 	r = serve(&c, TLSH_TYPE_SERVERHELLO_PSK, NULL, prio, &hs, &sfd, err, sizeof(err));
 	serve_done(&c, &hs, sfd);
 	CHECK(r == -EKEYREJECTED && strcmp(err, "no PSK for identity 'stranger' here") == 0 &&
-	      c.alert == GNUTLS_A_UNKNOWN_PSK_IDENTITY,
-	      "server PSK: an unknown identity: -EKEYREJECTED with the lookup's reason, the client gets unknown_psk_identity");
+	      c.alert == wrong_key_alert,
+	      "server PSK: an unknown identity: -EKEYREJECTED with the lookup's reason, the client told what a wrong key gets (%s)",
+	      gnutls_alert_get_name(c.alert));
 
-	memset(&c, 0, sizeof(c));
-	c.psk_id = "client1";
-	memcpy(c.psk, psk_key, sizeof(psk_key));
-	c.psk[0] ^= 0xff;
-	r = serve(&c, TLSH_TYPE_SERVERHELLO_PSK, NULL, prio, &hs, &sfd, err, sizeof(err));
-	serve_done(&c, &hs, sfd);
-	CHECK(r == -EKEYREJECTED &&
-	      strcmp(err, "the client's key for PSK identity 'client1' does not match key 4242") == 0,
-	      "server PSK: the wrong key for a known identity: -EKEYREJECTED, '%s'", err);
-
-	memset(&c, 0, sizeof(c));
+	psk_client(&c, 0);
 	c.psk_id = "two words";
-	memcpy(c.psk, psk_key, sizeof(psk_key));
 	r = serve(&c, TLSH_TYPE_SERVERHELLO_PSK, NULL, prio, &hs, &sfd, err, sizeof(err));
 	serve_done(&c, &hs, sfd);
-	CHECK(r == -EKEYREJECTED && strstr(err, "the client offered a PSK identity of 9 bytes that is not"),
-	      "server PSK: an identity no key could be named by is not looked up: -EKEYREJECTED");
+	CHECK(r == -EKEYREJECTED && strstr(err, "the client offered a PSK identity of 9 bytes that is not") &&
+	      c.alert == wrong_key_alert,
+	      "server PSK: an identity no key could be named by is not looked up: -EKEYREJECTED, the client told what a wrong key gets (%s)",
+	      gnutls_alert_get_name(c.alert));
 
 	memset(&c, 0, sizeof(c));
 	c.psk_id = "client1";
@@ -929,15 +941,6 @@ static void server_psk_cases(void)
 	CHECK(ok, "server PSK: TLS 1.2%s%s", r ? ": " : "", r ? err : "");
 }
 
-/* A PSK client (client1, or the wrong key for it) into c */
-static void psk_client(struct client *c, int wrong_key)
-{
-	memset(c, 0, sizeof(*c));
-	c->psk_id = "client1";
-	memcpy(c->psk, psk_key, sizeof(psk_key));
-	if (wrong_key)
-		c->psk[0] ^= 0xff;
-}
 
 /*
  * An x509 server with the clients' PSKs too (what knfsd asks for, not
@@ -955,7 +958,7 @@ static void server_x509_psk_cases(void)
 	struct tlsh_x509 own;
 	struct client c;
 	int32_t serial;
-	int sfd, r, ok;
+	int sfd, r, ok, wrong_key_alert;
 
 	load_x509("srv.pem", "srv.key", &own);
 
@@ -1004,9 +1007,20 @@ static void server_x509_psk_cases(void)
 	r = serve_with(&c, TLSH_TYPE_SERVERHELLO_X509, &own, fake_lookup, psk13,
 		       &hs, &sfd, err, sizeof(err));
 	serve_done(&c, &hs, sfd);
-	CHECK(r == -EKEYREJECTED &&
+	wrong_key_alert = c.alert;
+	CHECK(r == -EKEYREJECTED && c.alert != 0 &&
 	      strcmp(err, "the client's key for PSK identity 'client1' does not match key 4242") == 0,
 	      "server x509 with PSKs: the wrong key for a known identity: -EKEYREJECTED, '%s'", err);
+
+	psk_client(&c, 0);
+	c.psk_id = "stranger";
+	r = serve_with(&c, TLSH_TYPE_SERVERHELLO_X509, &own, fake_lookup, psk13,
+		       &hs, &sfd, err, sizeof(err));
+	serve_done(&c, &hs, sfd);
+	CHECK(r == -EKEYREJECTED && strcmp(err, "no PSK for identity 'stranger' here") == 0 &&
+	      c.alert == wrong_key_alert,
+	      "server x509 with PSKs: an unknown identity: -EKEYREJECTED, the client told what a wrong key gets (%s)",
+	      gnutls_alert_get_name(c.alert));
 
 	psk_client(&c, 0);
 	r = serve_with(&c, TLSH_TYPE_SERVERHELLO_X509, &own, fake_lookup,
