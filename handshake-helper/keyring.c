@@ -569,8 +569,7 @@ int tlsh_keyring_find_psk(int32_t keyring, const char *identity,
 	ret = tlsh_keyring_parse_psk(psk, buf, len, identity, why, sizeof(why));
 	tlsh_keyring_free_payload(buf, len);
 	if (ret) {
-		snprintf(err, errlen, "PSK key %ld for identity '%.*s': %s", k,
-			 TLSH_PSK_ID_MAX, identity, why);
+		snprintf(err, errlen, "%s: %s", what, why);
 		return ret;
 	}
 	*serial = (int32_t)k;
