@@ -287,6 +287,8 @@ static bool valid_identity(const gnutls_datum_t *id)
 	return true;
 }
 
+#define TLSH_PSK_DECOY_LEN	32
+
 /*
  * A random key for an identity the server has no key for, so that the
  * handshake fails where a wrong key fails (TLS 1.3's binder, TLS 1.2's
@@ -294,8 +296,6 @@ static bool valid_identity(const gnutls_datum_t *id)
  * unknown_psk_identity (RFC 8446 leaves it optional) learns which
  * identities the server knows, one handshake per guess.
  */
-#define TLSH_PSK_DECOY_LEN	32
-
 static int psk_decoy(gnutls_datum_t *key)
 {
 	key->data = gnutls_malloc(TLSH_PSK_DECOY_LEN);

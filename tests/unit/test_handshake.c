@@ -884,6 +884,7 @@ static void psk_client(struct client *c, int wrong_key)
 static void server_psk_cases(void)
 {
 	const char *prio = "NORMAL:-VERS-ALL:+VERS-TLS1.3:+ECDHE-PSK:+DHE-PSK:+PSK";
+	const char *prio12 = "NORMAL:-VERS-ALL:+VERS-TLS1.2:+ECDHE-PSK:+DHE-PSK:+PSK";
 	char err[512], desc[TLSH_CLIENT_KEY_DESC], name[300];
 	struct hs_session hs;
 	struct client c;
@@ -933,12 +934,29 @@ static void server_psk_cases(void)
 	memset(&c, 0, sizeof(c));
 	c.psk_id = "client1";
 	memcpy(c.psk, psk_key, sizeof(psk_key));
-	r = serve(&c, TLSH_TYPE_SERVERHELLO_PSK, NULL,
-		  "NORMAL:-VERS-ALL:+VERS-TLS1.2:+ECDHE-PSK:+DHE-PSK:+PSK", &hs, &sfd,
-		  err, sizeof(err));
+	r = serve(&c, TLSH_TYPE_SERVERHELLO_PSK, NULL, prio12, &hs, &sfd, err,
+		  sizeof(err));
 	ok = r == 0 && gnutls_protocol_get_version(hs.session) == GNUTLS_TLS1_2;
 	serve_done(&c, &hs, sfd);
 	CHECK(ok, "server PSK: TLS 1.2%s%s", r ? ": " : "", r ? err : "");
+
+	/* TLS 1.2 finds the key later (the ClientKeyExchange), and fails
+	 * a wrong one in the Finished: an unknown identity the same way */
+	psk_client(&c, 1);
+	r = serve(&c, TLSH_TYPE_SERVERHELLO_PSK, NULL, prio12, &hs, &sfd, err,
+		  sizeof(err));
+	serve_done(&c, &hs, sfd);
+	wrong_key_alert = c.alert;
+	ok = r == -EKEYREJECTED && c.alert != 0;
+	psk_client(&c, 0);
+	c.psk_id = "stranger";
+	r = serve(&c, TLSH_TYPE_SERVERHELLO_PSK, NULL, prio12, &hs, &sfd, err,
+		  sizeof(err));
+	serve_done(&c, &hs, sfd);
+	CHECK(ok && r == -EKEYREJECTED && strcmp(err, "no PSK for identity 'stranger' here") == 0 &&
+	      c.alert == wrong_key_alert,
+	      "server PSK: TLS 1.2, an unknown identity: the client told what a wrong key gets (%s, %s)",
+	      gnutls_alert_get_name(wrong_key_alert), gnutls_alert_get_name(c.alert));
 }
 
 
