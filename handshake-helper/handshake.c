@@ -364,6 +364,25 @@ static const char *verify_subject(const struct hs_params *p, char *buf,
 	return "peer";
 }
 
+/*
+ * Whether alert a, received by a PSK client, is how servers refuse its
+ * PSK: a binder that does not verify (GnuTLS: illegal_parameter; RFC 8446
+ * suggests decrypt_error), a TLS 1.2 Finished that does not decrypt
+ * (bad_record_mac), or unknown_psk_identity.  Our server, like any that
+ * does not tell, answers an unknown identity as a wrong key, so the
+ * client's message names both.
+ */
+static bool psk_refused_alert(const struct hs_session *hs,
+			      const struct hs_params *p,
+			      gnutls_alert_description_t a)
+{
+	if (hs->server || p->type != TLSH_TYPE_CLIENTHELLO_PSK || !p->psk)
+		return false;
+	return a == GNUTLS_A_ILLEGAL_PARAMETER || a == GNUTLS_A_DECRYPT_ERROR ||
+	       a == GNUTLS_A_BAD_RECORD_MAC ||
+	       a == GNUTLS_A_UNKNOWN_PSK_IDENTITY;
+}
+
 /* The -errno for GnuTLS error ret, told to the kernel, with the reason in
  * err: see tlsh_hs_run() */
 static int classify(const struct hs_session *hs, const struct hs_params *p,
@@ -401,8 +420,13 @@ static int classify(const struct hs_session *hs, const struct hs_params *p,
 	case GNUTLS_E_FATAL_ALERT_RECEIVED:
 		a = gnutls_alert_get(s);
 		an = gnutls_alert_get_name(a);
-		snprintf(err, errlen, "peer sent fatal alert: %s",
-			 an ? an : "unknown");
+		if (psk_refused_alert(hs, p, a))
+			snprintf(err, errlen,
+				 "the server refused PSK identity '%s': it has no key for it, or another key (peer sent fatal alert: %s)",
+				 p->psk->identity, an ? an : "unknown");
+		else
+			snprintf(err, errlen, "peer sent fatal alert: %s",
+				 an ? an : "unknown");
 		return -EACCES;
 	case GNUTLS_E_TIMEDOUT:
 		snprintf(err, errlen, "handshake timed out after %u ms",
