@@ -212,8 +212,14 @@ check "knfsd's agent logged the PSK identity" \
 	lgrep psk "server handshake with .* (PSK identity $(cat $CERTS/psk.id)) done"
 check "an unknown PSK identity: rejected" refused pskid $PKO,xprtsec=psk,psk_serial=$pskid
 check "... knfsd's agent says why" lgrep pskid "server handshake with .* failed: .*tlsh-other"
+# the client is told what a wrong key gets (no unknown_psk_identity):
+# its agent names both causes
+check "... the client's agent says the server refused its identity" \
+	lgrep pskid "failed: the server refused PSK identity '.*': it has no key for it, or another key"
 check "a wrong PSK: rejected" refused pskbad $PKO,xprtsec=psk,psk_serial=$pskbad
 check "... knfsd's agent says why" lgrep pskbad "server handshake with .* failed: the client's key for PSK identity .* does not match"
+check "... the client's agent says the server refused its identity" \
+	lgrep pskbad "failed: the server refused PSK identity '.*': it has no key for it, or another key"
 
 # --- key lifetime -------------------------------------------------------
 exp=$(padd tlsh:exp $CERTS/psk.txt)
