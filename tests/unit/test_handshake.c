@@ -893,9 +893,7 @@ static void server_psk_cases(void)
 	int32_t serial = 0;
 	int sfd, r, ok, wrong_key_alert;
 
-	memset(&c, 0, sizeof(c));
-	c.psk_id = "client1";
-	memcpy(c.psk, psk_key, sizeof(psk_key));
+	psk_client(&c, 0);
 	r = serve(&c, TLSH_TYPE_SERVERHELLO_PSK, NULL, prio, &hs, &sfd, err, sizeof(err));
 	ok = r == 0 && tlsh_server_identity(&hs, &serial, desc, err, sizeof(err)) == 0;
 	tlsh_server_client_name(&hs, name, sizeof(name));
@@ -933,9 +931,7 @@ static void server_psk_cases(void)
 	      "server PSK: an identity no key could be named by is not looked up: -EKEYREJECTED, the client told what a wrong key gets (%s)",
 	      gnutls_alert_get_name(c.alert));
 
-	memset(&c, 0, sizeof(c));
-	c.psk_id = "client1";
-	memcpy(c.psk, psk_key, sizeof(psk_key));
+	psk_client(&c, 0);
 	r = serve(&c, TLSH_TYPE_SERVERHELLO_PSK, NULL, prio12, &hs, &sfd, err,
 		  sizeof(err));
 	ok = r == 0 && gnutls_protocol_get_version(hs.session) == GNUTLS_TLS1_2;
@@ -960,7 +956,6 @@ static void server_psk_cases(void)
 	      "server PSK: TLS 1.2, an unknown identity: the client told what a wrong key gets (%s, %s)",
 	      gnutls_alert_get_name(wrong_key_alert), gnutls_alert_get_name(c.alert));
 }
-
 
 /*
  * An x509 server with the clients' PSKs too (what knfsd asks for, not
